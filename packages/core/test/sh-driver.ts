@@ -1,0 +1,189 @@
+/**
+ * A test-only provider that offers nothing but one buffered exec primitive over `sh -c` on this machine,
+ * so that every core emulation runs on a real shell. Two userlands: `dash` with the host's GNU tools, and
+ * `busybox sh` with only busybox applets on PATH (proves the emulations need no GNU-only flags).
+ *
+ * `exitCodes: false` hides the exit code (forces E2), `envCwd: false` ignores cwd/env (forces E1).
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, readdirSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type CapabilityMap,
+  type DriverExecRequest,
+  type DriverExecResult,
+  type DriverSandbox,
+  type SandboxProvider,
+  SandboxError,
+  defineProvider,
+  shellCommandOf,
+} from "../src/spec/index.js";
+
+export type Userland = "dash" | "busybox";
+
+export interface ShDriverOptions {
+  userland: Userland;
+  /** Report exit codes natively (default true); false forces the E2 marker. */
+  exitCodes?: boolean;
+  /** Honour cwd/env natively (default false, which forces E1). */
+  envCwd?: boolean;
+  /** Accept stdin bytes in the exec primitive (default true). */
+  stdin?: boolean;
+}
+
+let busyboxBin: string | undefined;
+/** A directory holding only busybox applet links, used as the whole PATH of the busybox userland. */
+function busyboxPath(): string {
+  if (busyboxBin && existsSync(busyboxBin)) return busyboxBin;
+  const dir = mkdtempSync(join(tmpdir(), "sbox-busybox-"));
+  const applets = ["sh", "ash", "cat", "cp", "mv", "rm", "mkdir", "ls", "stat", "find", "head", "tail", "dd", "base64",
+    "od", "tr", "sed", "awk", "grep", "sleep", "kill", "setsid", "printf", "echo", "test", "[", "wc", "tar", "mkfifo",
+    "env", "sh", "xargs", "sort", "cut", "date", "id", "pwd", "true", "false", "touch", "chmod", "ln", "readlink",
+    "basename", "dirname", "du", "df", "ps", "pkill", "nproc", "uname", "seq", "yes", "mktemp", "timeout", "realpath",
+    "expr", "tee", "cmp", "md5sum", "sha256sum", "hexdump", "xxd", "usleep", "truncate", "rmdir", "which", "nohup"];
+  for (const applet of new Set(applets)) symlinkSync("/usr/bin/busybox", join(dir, applet));
+  busyboxBin = dir;
+  return dir;
+}
+
+interface ShNative {
+  root: string;
+}
+
+/** The capability map of the sh driver: only the exec primitive, everything emulatable is emulated. */
+export const shDriverCapabilities = {
+  list: "unsupported",
+  stop: "unsupported",
+  pause: "unsupported",
+  setTimeout: "unsupported",
+  streaming: "emulated",
+  background: "emulated",
+  killProcess: "emulated",
+  stdin: "emulated",
+  pty: "unsupported",
+  filesWatch: "emulated",
+  filesUpload: "emulated",
+  codeInterpreter: "unsupported",
+  statefulKernel: "unsupported",
+  exposePort: "unsupported",
+  privatePreview: "unsupported",
+  egressControl: "unsupported",
+  ssh: "unsupported",
+  proxiedFetch: "unsupported",
+  snapshot: "unsupported",
+  fork: "unsupported",
+  volumes: "unsupported",
+  gpu: "unsupported",
+  region: "unsupported",
+  secretsVault: "unsupported",
+  metrics: "emulated",
+} as const;
+
+/** Builds the test-only sh provider. Every sandbox is a fresh temporary directory on this machine. */
+export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDriverCapabilities, ShNative> & {
+  /** Removes every sandbox directory this provider created. */
+  cleanup(): void;
+  /** Command lines passed to the shell, longest first: lets tests assert the 64 KiB bound. */
+  readonly longestCommandBytes: () => number;
+} {
+  const exitCodes = options.exitCodes ?? true;
+  const envCwd = options.envCwd ?? false;
+  const acceptsStdin = options.stdin ?? true;
+  const base = mkdtempSync(join(tmpdir(), `sbox-sh-${options.userland}-`));
+  const sandboxes = new Map<string, ShNative>();
+  let longest = 0;
+
+  const exec = (sandbox: DriverSandbox<ShNative>, request: DriverExecRequest): Promise<DriverExecResult> =>
+    new Promise((resolve, reject) => {
+      if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted before start"));
+      const script = shellCommandOf(request.command);
+      longest = Math.max(longest, Buffer.byteLength(script));
+      const shell = options.userland === "dash" ? ["/usr/bin/dash", "-c", script] : ["/usr/bin/busybox", "sh", "-c", script];
+      const env: Record<string, string> =
+        options.userland === "busybox"
+          ? { PATH: busyboxPath(), HOME: sandbox.native.root, TMPDIR: join(sandbox.native.root, "tmp") }
+          : { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sandbox.native.root, LANG: "C.UTF-8" };
+      if (envCwd && request.env) Object.assign(env, request.env);
+      const child = spawn(shell[0]!, shell.slice(1), {
+        cwd: envCwd && request.cwd ? request.cwd : sandbox.native.root,
+        env,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on("data", (b: Buffer) => out.push(b));
+      child.stderr.on("data", (b: Buffer) => err.push(b));
+      child.stdin.on("error", () => {});
+      if (acceptsStdin && request.stdin instanceof Uint8Array) child.stdin.end(request.stdin);
+      else child.stdin.end();
+      const onAbort = () => child.kill("SIGKILL");
+      request.signal.addEventListener("abort", onAbort, { once: true });
+      child.on("error", (e) => reject(e));
+      child.on("close", (code, signal) => {
+        request.signal.removeEventListener("abort", onAbort);
+        if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted"));
+        const result: DriverExecResult = { stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+        if (exitCodes) result.exitCode = code ?? 128 + 9;
+        if (signal) result.signal = signal;
+        resolve(result);
+      });
+    });
+
+  const provider = defineProvider({
+    specificationVersion: "v1",
+    name: `sh-${options.userland}`,
+    capabilities: { ...shDriverCapabilities, stdin: acceptsStdin ? "native" : "emulated" } as typeof shDriverCapabilities,
+    flags: {
+      perCommandEnvCwd: envCwd,
+      exitCodeNative: exitCodes,
+      preservesDiskOnStop: false,
+      preservesMemoryOnPause: false,
+      previewModel: "none",
+      nativeExpiry: false,
+      snapshotFilesystemOnly: true,
+    },
+    honours: ["env", "metadata"],
+    async doCreate() {
+      const id = randomUUID();
+      const root = join(base, id);
+      mkdirSync(join(root, "tmp"), { recursive: true });
+      const native = { root };
+      sandboxes.set(id, native);
+      return { id, native };
+    },
+    async doConnect(id) {
+      const native = sandboxes.get(id);
+      if (!native) throw new SandboxError("NotFound", `no sh sandbox ${id}`);
+      return { id, native };
+    },
+    async doDestroy(sandbox) {
+      rmSync(sandbox.native.root, { recursive: true, force: true });
+      sandboxes.delete(sandbox.id);
+    },
+    async doGetInfo(sandbox) {
+      return { id: sandbox.id, state: sandboxes.has(sandbox.id) ? "running" : "destroyed", metadata: {} };
+    },
+    doExec: exec,
+    emulationStateDir: undefined,
+  });
+  return Object.assign(provider, {
+    cleanup() {
+      rmSync(base, { recursive: true, force: true });
+    },
+    longestCommandBytes: () => longest,
+  });
+}
+
+/** Lists the sh-driver variants every emulation test runs under. */
+export const USERLANDS: readonly Userland[] = ["dash", "busybox"];
+
+/** True when busybox is installed (the test run needs it; CI installs busybox-static). */
+export function hasBusybox(): boolean {
+  try {
+    return readdirSync("/usr/bin").includes("busybox");
+  } catch {
+    return false;
+  }
+}
