@@ -1,0 +1,114 @@
+import type { SandboxError } from "../errors/sandbox-error.js";
+import { AsyncQueue } from "./async-queue.js";
+import type { CommandHandle, ExecResult, OutputEvent } from "./sandbox-types.js";
+import { Utf8StreamDecoder } from "./utf8-stream-decoder.js";
+
+/** Where a running command delivers its output. */
+export interface OutputSink {
+  stdout(chunk: Uint8Array | string): void;
+  stderr(chunk: Uint8Array | string): void;
+}
+
+/** Options the handle needs from `RunOptions`. */
+export interface HandleOptions {
+  onStdout?: ((chunk: string) => void) | undefined;
+  onStderr?: ((chunk: string) => void) | undefined;
+  collectOutput?: boolean | undefined;
+}
+
+/**
+ * The awaitable and async-iterable handle of `commands.run()`. Output is decoded as it arrives and goes
+ * to the callbacks, to the iterator (buffered from the start, so a late `for await` misses nothing) and,
+ * unless `collectOutput` is false, into the result. Once the handle is awaited and no iteration has begun by
+ * the next turn, the iterator buffer is dropped so output is not kept twice.
+ */
+export class RunningCommand implements CommandHandle {
+  private readonly events = new AsyncQueue<OutputEvent>();
+  private readonly result: Promise<ExecResult>;
+  private iterated = false;
+  private stdoutText = "";
+  private stderrText = "";
+
+  constructor(
+    options: HandleOptions,
+    execute: (sink: OutputSink) => Promise<{ exitCode: number; signal?: string | undefined }>,
+    private readonly onKill: (signal?: string) => Promise<void>,
+  ) {
+    const collect = options.collectOutput ?? true;
+    const out = new Utf8StreamDecoder();
+    const err = new Utf8StreamDecoder();
+    const deliver = (type: "stdout" | "stderr", text: string) => {
+      if (text === "") return;
+      if (type === "stdout") {
+        if (collect) this.stdoutText += text;
+        options.onStdout?.(text);
+      } else {
+        if (collect) this.stderrText += text;
+        options.onStderr?.(text);
+      }
+      this.events.push({ type, data: text });
+    };
+    const sink: OutputSink = {
+      stdout: (chunk) => deliver("stdout", out.write(chunk)),
+      stderr: (chunk) => deliver("stderr", err.write(chunk)),
+    };
+    const started = performance.now();
+    this.result = Promise.resolve()
+      .then(() => execute(sink))
+      .then(
+        (exit) => {
+          deliver("stdout", out.end());
+          deliver("stderr", err.end());
+          this.events.push({ type: "exit", exitCode: exit.exitCode, signal: exit.signal });
+          this.events.end();
+          const result: ExecResult = {
+            stdout: this.stdoutText,
+            stderr: this.stderrText,
+            exitCode: exit.exitCode,
+            durationMs: Math.round(performance.now() - started),
+          };
+          if (exit.signal !== undefined) result.signal = exit.signal;
+          return result;
+        },
+        (error: SandboxError) => {
+          this.events.fail(error);
+          throw error;
+        },
+      );
+    // An unobserved failure must not crash the process: the error is still delivered to whoever awaits.
+    this.result.catch(() => {});
+  }
+
+  // biome-ignore lint/suspicious/noThenProperty: the handle is deliberately awaitable (PromiseLike).
+  then<TResult1 = ExecResult, TResult2 = never>(
+    onfulfilled?: ((value: ExecResult) => TResult1 | PromiseLike<TResult1>) | null,
+    onrejected?: ((reason: unknown) => TResult2 | PromiseLike<TResult2>) | null,
+  ): Promise<TResult1 | TResult2> {
+    // Awaited but not iterated: stop keeping events for an iterator, unless one is asked for in this same
+    // turn (as `Promise.all([handle, consume(handle)])` does).
+    if (!this.iterated) {
+      setTimeout(() => {
+        if (!this.iterated) this.events.discard();
+      }, 0);
+    }
+    return this.result.then(onfulfilled, onrejected);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<OutputEvent> {
+    this.iterated = true;
+    return this.events[Symbol.asyncIterator]();
+  }
+
+  kill(signal?: string): Promise<void> {
+    return this.onKill(signal);
+  }
+}
+
+/** A handle for a command that could not even start: awaiting or iterating it rejects with `error`. */
+export function failedCommand(error: SandboxError): CommandHandle {
+  return new RunningCommand(
+    {},
+    () => Promise.reject(error),
+    () => Promise.resolve(),
+  );
+}

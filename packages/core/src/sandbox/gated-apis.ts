@@ -1,0 +1,190 @@
+import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
+import type { DriverSandbox, SnapshotRef } from "../spec/provider-spec.js";
+import type { EgressPolicy } from "../spec/sandbox-spec.js";
+import { driverMethod, guard, type SandboxContext } from "./sandbox-context.js";
+import type { CodeApi, GatedNamespaces, NetworkApi, PortsApi, PtyApi, Sandbox, SnapshotsApi, SshApi } from "./sandbox-types.js";
+
+const call = () => ({ signal: new AbortController().signal });
+
+function invalid(message: string): SandboxError {
+  return new SandboxError("Validation", message, { retryable: false });
+}
+
+function validatePort(port: unknown): number {
+  if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
+    throw invalid("port must be an integer between 1 and 65535");
+  }
+  return port as number;
+}
+
+function validateSnapshotRef(ref: unknown): SnapshotRef {
+  if (typeof ref !== "object" || ref === null || typeof (ref as SnapshotRef).id !== "string" || !(ref as SnapshotRef).id) {
+    throw invalid("a snapshot reference needs an id");
+  }
+  return ref as SnapshotRef;
+}
+
+/** Validates an egress policy: allow-all, block-all, or `{ allow: [...] }` of hosts and CIDRs. */
+export function validateEgressPolicy(policy: unknown): EgressPolicy {
+  if (policy === "allow-all" || policy === "block-all") return policy;
+  const allow = (policy as { allow?: unknown } | null)?.allow;
+  if (Array.isArray(allow) && allow.every((h) => typeof h === "string" && /^[A-Za-z0-9.:/*_-]+$/.test(h))) {
+    return { allow: allow as string[] };
+  }
+  throw invalid('egress policy must be "allow-all", "block-all" or { allow: ["host", "10.0.0.0/8", ...] }');
+}
+
+/**
+ * Builds the gated namespaces of a sandbox: each is present only when its capability is native or
+ * emulated, and `undefined` otherwise — at runtime exactly as in the type.
+ */
+export function createGatedApis(
+  context: SandboxContext,
+  wrapSandbox: (handle: DriverSandbox) => Sandbox,
+): { [K in keyof GatedNamespaces]: GatedNamespaces[K] | undefined } {
+  const { map } = context.runtime.capabilities;
+  const { driver } = context.runtime;
+  const on = (capability: keyof typeof map) => map[capability] !== "unsupported";
+
+  const ports: PortsApi | undefined = on("exposePort")
+    ? {
+        expose: (port, options = {}) =>
+          guard(context, "ports.expose", async () => {
+            validatePort(port);
+            const isPrivate = options.private ?? false;
+            if (isPrivate && !on("privatePreview")) throw new NotSupportedError("privatePreview", context.runtime.name);
+            return driverMethod(context, driver.doExposePort, "exposePort")(context.handle, port, {
+              ...call(),
+              private: isPrivate,
+            });
+          }),
+        list: () =>
+          guard(context, "ports.list", async () =>
+            driverMethod(context, driver.doListPorts, "ports.list")(context.handle, call()),
+          ),
+        unexpose: (port) =>
+          guard(context, "ports.unexpose", async () =>
+            driverMethod(context, driver.doUnexposePort, "ports.unexpose")(context.handle, validatePort(port), call()),
+          ),
+        fetch: (port, path, init) =>
+          guard(context, "ports.fetch", async () => {
+            if (!on("proxiedFetch")) throw new NotSupportedError("proxiedFetch", context.runtime.name);
+            validatePort(port);
+            if (typeof path !== "string" || !path.startsWith("/")) throw invalid("path must start with /");
+            const request = new Request(new URL(path, `http://sandbox:${port}`), init);
+            return driverMethod(context, driver.doFetchPort, "proxiedFetch")(context.handle, port, request);
+          }),
+      }
+    : undefined;
+
+  const snapshots: SnapshotsApi | undefined = on("snapshot")
+    ? {
+        create: (options = {}) =>
+          guard(context, "snapshots.create", async () => {
+            if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
+              throw invalid("snapshot name must be a non-empty string");
+            }
+            return driverMethod(context, driver.doCreateSnapshot, "snapshot")(context.handle, {
+              ...call(),
+              name: options.name,
+            });
+          }),
+        restore: (ref) =>
+          guard(context, "snapshots.restore", async () =>
+            driverMethod(context, driver.doRestoreSnapshot, "snapshot")(context.handle, validateSnapshotRef(ref), call()),
+          ),
+        list: () =>
+          guard(context, "snapshots.list", async () =>
+            driverMethod(context, driver.doListSnapshots, "snapshot")(context.handle, call()),
+          ),
+        delete: (ref) =>
+          guard(context, "snapshots.delete", async () =>
+            driverMethod(context, driver.doDeleteSnapshot, "snapshot")(context.handle, validateSnapshotRef(ref), call()),
+          ),
+      }
+    : undefined;
+
+  const fork: GatedNamespaces["fork"] | undefined = on("fork")
+    ? (options = {}) =>
+        guard(context, "fork", async () => {
+          const count = options.count ?? 1;
+          if (!Number.isInteger(count) || count < 1 || count > 100) throw invalid("fork count must be an integer from 1 to 100");
+          const handles = await driverMethod(context, driver.doFork, "fork")(context.handle, { ...call(), count });
+          return handles.map(wrapSandbox);
+        })
+    : undefined;
+
+  const network: NetworkApi | undefined = on("egressControl")
+    ? {
+        setEgress: (policy) =>
+          guard(context, "network.setEgress", async () =>
+            driverMethod(context, driver.doSetEgress, "egressControl")(context.handle, validateEgressPolicy(policy), call()),
+          ),
+      }
+    : undefined;
+
+  const pty: PtyApi | undefined = on("pty")
+    ? {
+        create: (options) =>
+          guard(context, "pty.create", async () => {
+            const { cols, rows } = options ?? {};
+            if (!Number.isInteger(cols) || !Number.isInteger(rows) || cols < 1 || rows < 1 || cols > 1000 || rows > 1000) {
+              throw invalid("pty cols and rows must be integers from 1 to 1000");
+            }
+            if (typeof options.onData !== "function") throw invalid("pty needs an onData callback");
+            const handle = await driverMethod(context, driver.doCreatePty, "pty")(context.handle, {
+              ...call(),
+              cols,
+              rows,
+              cwd: options.cwd,
+              env: options.env,
+              command: options.command,
+              onData: options.onData,
+            });
+            return {
+              pid: handle.pid,
+              write: (data) => guard(context, "pty.write", () => handle.write(data)),
+              resize: (c, r) =>
+                guard(context, "pty.resize", async () => {
+                  if (!Number.isInteger(c) || !Number.isInteger(r) || c < 1 || r < 1) {
+                    throw invalid("pty cols and rows must be positive integers");
+                  }
+                  await handle.resize(c, r);
+                }),
+              kill: () => guard(context, "pty.kill", () => handle.kill()),
+              wait: () =>
+                guard(context, "pty.wait", async () => {
+                  const exit = await handle.wait();
+                  return { exitCode: exit.exitCode ?? 128 + 9, signal: exit.signal };
+                }),
+            };
+          }),
+      }
+    : undefined;
+
+  const code: CodeApi | undefined = on("codeInterpreter")
+    ? {
+        run: (source, options = {}) =>
+          guard(context, "code.run", async () => {
+            if (typeof source !== "string") throw invalid("code must be a string");
+            if (options.context !== undefined && !on("statefulKernel")) {
+              throw new NotSupportedError("statefulKernel", context.runtime.name, "code contexts need a stateful kernel");
+            }
+            return driverMethod(context, driver.doRunCode, "codeInterpreter")(context.handle, source, {
+              ...call(),
+              language: options.language,
+              context: options.context,
+            });
+          }),
+      }
+    : undefined;
+
+  const ssh: SshApi | undefined = on("ssh")
+    ? {
+        access: () =>
+          guard(context, "ssh.access", async () => driverMethod(context, driver.doGetSshAccess, "ssh")(context.handle, call())),
+      }
+    : undefined;
+
+  return { ports, snapshots, fork, network, pty, code, ssh };
+}
