@@ -1,0 +1,178 @@
+import { afterAll, describe, expect, test } from "vitest";
+import { recordingProvider } from "../../test/faulty-provider.js";
+import { shDriver } from "../../test/sh-driver.js";
+import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
+import { createSandboxClient } from "./create-sandbox-client.js";
+
+const sh = shDriver({ userland: "dash" });
+afterAll(() => sh.cleanup());
+
+const providerError = (retryable: boolean) =>
+  new SandboxError("Provider", "the control plane answered 503", { provider: sh.name, status: 503, retryable });
+
+describe("createSandboxClient", () => {
+  test("create returns a sandbox whose qualified id connects again", async () => {
+    const client = createSandboxClient({ provider: sh });
+    const sandbox = await client.create();
+    expect(sandbox.id).toMatch(/^sh-dash:[0-9a-f-]{36}$/);
+    expect(sandbox.provider).toBe("sh-dash");
+    const again = await client.connect(sandbox.id);
+    expect(again.id).toBe(sandbox.id);
+    const byNative = await client.connect(sandbox.id.slice("sh-dash:".length));
+    expect(byNative.id).toBe(sandbox.id);
+    await sandbox.destroy();
+    await sandbox.destroy(); // idempotent
+  });
+
+  test("connect to a missing sandbox is NotFound", async () => {
+    const client = createSandboxClient({ provider: sh });
+    await expect(client.connect("sh-dash:does-not-exist")).rejects.toMatchObject({ code: "NotFound" });
+    await expect(client.connect("")).rejects.toMatchObject({ code: "Validation" });
+  });
+
+  test("a spec field the provider cannot honour is a Validation error before any provider call", async () => {
+    const recorded = recordingProvider(sh);
+    const client = createSandboxClient({ provider: recorded });
+    for (const spec of [
+      { resources: { memoryMB: 512 } },
+      { region: "eu-west" },
+      { ports: [8080] },
+      { network: { egress: "block-all" as const } },
+      { volumes: [{ name: "v", mountPath: "/data" }] },
+      { template: "python:3.12" },
+      { env: { "BAD-KEY": "x" } },
+      { env: { OK: "a\0b" } },
+      { ttlMs: -1 },
+      { bogus: 1 } as never,
+    ]) {
+      const error = await client.create(spec).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(SandboxError.isInstance(error), JSON.stringify(spec)).toBe(true);
+      expect((error as SandboxError).code, JSON.stringify(spec)).toBe("Validation");
+    }
+    expect(recorded.calls).toEqual([]);
+  });
+
+  test("without an idempotency key a failed create is reported once, never repeated", async () => {
+    const recorded = recordingProvider(sh, { doCreate: () => providerError(true) });
+    const client = createSandboxClient({ provider: recorded, retry: { retries: 3, baseDelayMs: 1 } });
+    await expect(client.create()).rejects.toMatchObject({ code: "Provider", retryable: true });
+    expect(recorded.calls.filter((c) => c.method === "doCreate")).toHaveLength(1);
+  });
+
+  test("with an idempotency key retryable failures are retried with backoff", async () => {
+    const recorded = recordingProvider(sh, { doCreate: (n) => (n <= 2 ? providerError(true) : undefined) });
+    const client = createSandboxClient({ provider: recorded, retry: { retries: 3, baseDelayMs: 1 } });
+    const sandbox = await client.create({ idempotencyKey: "k-1" });
+    expect(recorded.calls.filter((c) => c.method === "doCreate")).toHaveLength(3);
+    await sandbox.destroy();
+  });
+
+  test("non-retryable failures are not retried even with a key", async () => {
+    const recorded = recordingProvider(sh, { doCreate: () => providerError(false) });
+    const client = createSandboxClient({ provider: recorded, retry: { retries: 3, baseDelayMs: 1 } });
+    await expect(client.create({ idempotencyKey: "k-2" })).rejects.toMatchObject({ code: "Provider" });
+    expect(recorded.calls.filter((c) => c.method === "doCreate")).toHaveLength(1);
+  });
+
+  test("fallback providers are tried only for creates with an idempotency key", async () => {
+    const failing = recordingProvider(shDriver({ userland: "dash" }), { doCreate: () => providerError(false) });
+    const backup = shDriver({ userland: "busybox" });
+    const client = createSandboxClient({ provider: failing, fallback: [backup] });
+    await expect(client.create()).rejects.toMatchObject({ code: "Provider" });
+    const sandbox = await client.create({ idempotencyKey: "k-3" });
+    expect(sandbox.provider).toBe("sh-busybox");
+    expect((await sandbox.commands.run("echo fallback")).stdout).toBe("fallback\n");
+    await sandbox.destroy();
+    backup.cleanup();
+  });
+
+  test("when every provider fails the error is AllProvidersFailed with each cause", async () => {
+    const a = recordingProvider(sh, { doCreate: () => providerError(false) });
+    const b = recordingProvider(shDriver({ userland: "busybox" }), { doCreate: () => new SandboxError("Unauthorized", "bad key") });
+    const client = createSandboxClient({ provider: a, fallback: [b] });
+    const error = (await client.create({ idempotencyKey: "k-4" }).catch((e: unknown) => e)) as SandboxError;
+    expect(error.code).toBe("AllProvidersFailed");
+    expect(error.message).toContain("Unauthorized");
+    expect((error.cause as AggregateError).errors).toHaveLength(2);
+  });
+
+  test("hooks and plugins see creates, errors and destroys; beforeCreate can change the spec", async () => {
+    const seen: string[] = [];
+    const client = createSandboxClient({
+      provider: sh,
+      defaultMetadata: { team: "core" },
+      plugins: [{ name: "audit", hooks: { afterCreate: (s) => void seen.push(`plugin:created:${s.provider}`) } }],
+      hooks: {
+        beforeCreate: (spec) => ({ ...spec, metadata: { ...spec.metadata, added: "yes" } }),
+        afterCreate: () => void seen.push("created"),
+        onError: (e, ctx) => void seen.push(`error:${ctx.operation}:${e.code}`),
+        onDestroy: ({ id }) => void seen.push(`destroyed:${id.split(":")[0]}`),
+      },
+    });
+    const sandbox = await client.create();
+    await sandbox.files.read("/definitely/not/here").catch(() => {});
+    await sandbox.destroy();
+    expect(seen).toEqual([
+      "plugin:created:sh-dash",
+      "created",
+      expect.stringMatching(/^error:files\.read .*:NotFound$/),
+      "destroyed:sh-dash",
+    ]);
+  });
+
+  test("an unsupported capability throws NotSupportedError before any provider call", async () => {
+    const recorded = recordingProvider(sh);
+    const client = createSandboxClient({ provider: recorded });
+    const sandbox = await client.create();
+    recorded.calls.length = 0;
+    for (const call of [() => sandbox.stop(), () => sandbox.pause(), () => sandbox.setTimeout(1000), () => sandbox.resume()]) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(NotSupportedError);
+      expect((error as SandboxError).code).toBe("NotSupported");
+    }
+    const listed = await (async () => {
+      for await (const _ of client.list()) return "listed";
+    })().catch((e: unknown) => e);
+    expect((listed as SandboxError).code).toBe("NotSupported");
+    expect(recorded.calls).toEqual([]);
+    expect(sandbox.ports).toBeUndefined();
+    expect(sandbox.pty).toBeUndefined();
+    expect(sandbox.snapshots).toBeUndefined();
+    expect(sandbox.can("pty")).toBe(false);
+    expect(sandbox.can("streaming")).toBe(true);
+    await sandbox.destroy();
+  });
+
+  test("opt-in lossy emulations open their namespaces; unknown names are refused", async () => {
+    const client = createSandboxClient({ provider: sh, emulate: ["snapshot", "codeInterpreter"] });
+    expect(client.capabilities.map.snapshot).toBe("emulated");
+    expect(client.capabilities.map.statefulKernel).toBe("unsupported");
+    const sandbox = await client.create();
+    expect(sandbox.snapshots).toBeDefined();
+    expect(sandbox.can("codeInterpreter")).toBe(true);
+    await sandbox.destroy();
+    expect(() => createSandboxClient({ provider: sh, emulate: ["pause" as never] })).toThrow(/not an opt-in emulation/);
+  });
+
+  test("primitives-only mode turns native emulatable capabilities into emulated ones", () => {
+    const client = createSandboxClient({ provider: sh, primitivesOnly: true });
+    expect(client.capabilities.map.stdin).toBe("emulated");
+    expect(client.capabilities.flags.exitCodeNative).toBe(false);
+    expect(client.capabilities.flags.perCommandEnvCwd).toBe(false);
+  });
+
+  test("a disposed client refuses further work with InvalidState", async () => {
+    const client = createSandboxClient({ provider: sh });
+    await client.dispose();
+    await client.dispose();
+    await expect(client.create()).rejects.toMatchObject({ code: "InvalidState" });
+  });
+
+  test("a malformed provider is refused at client creation", () => {
+    const broken = { ...sh, capabilities: { ...sh.capabilities, pty: "native" } };
+    expect(() => createSandboxClient({ provider: broken as never })).toThrow(/pty is declared native but driver method doCreatePty is missing/);
+  });
+});
