@@ -31,6 +31,8 @@ export interface ShDriverOptions {
   envCwd?: boolean;
   /** Accept stdin bytes in the exec primitive (default true). */
   stdin?: boolean;
+  /** Offer list and stop/resume natively, keeping metadata (default false). */
+  lifecycle?: boolean;
 }
 
 let busyboxBin: string | undefined;
@@ -50,6 +52,12 @@ function busyboxPath(): string {
 
 interface ShNative {
   root: string;
+}
+
+interface ShRecord extends ShNative {
+  metadata: Record<string, string>;
+  state: "running" | "stopped";
+  createdAt: Date;
 }
 
 /** The capability map of the sh driver: only the exec primitive, everything emulatable is emulated. */
@@ -91,8 +99,9 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
   const exitCodes = options.exitCodes ?? true;
   const envCwd = options.envCwd ?? false;
   const acceptsStdin = options.stdin ?? true;
+  const lifecycle = options.lifecycle ?? false;
   const base = mkdtempSync(join(tmpdir(), `sbox-sh-${options.userland}-`));
-  const sandboxes = new Map<string, ShNative>();
+  const sandboxes = new Map<string, ShRecord>();
   let longest = 0;
 
   const exec = (sandbox: DriverSandbox<ShNative>, request: DriverExecRequest): Promise<DriverExecResult> =>
@@ -134,7 +143,12 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
   const provider = defineProvider({
     specificationVersion: "v1",
     name: `sh-${options.userland}`,
-    capabilities: { ...shDriverCapabilities, stdin: acceptsStdin ? "native" : "emulated" } as typeof shDriverCapabilities,
+    capabilities: {
+      ...shDriverCapabilities,
+      stdin: acceptsStdin ? "native" : "emulated",
+      list: lifecycle ? "native" : "unsupported",
+      stop: lifecycle ? "native" : "unsupported",
+    } as typeof shDriverCapabilities,
     flags: {
       perCommandEnvCwd: envCwd,
       exitCodeNative: exitCodes,
@@ -144,27 +158,45 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       nativeExpiry: false,
       snapshotFilesystemOnly: true,
     },
-    honours: ["env", "metadata"],
-    async doCreate() {
+    honours: ["metadata"],
+    async doCreate(spec) {
       const id = randomUUID();
       const root = join(base, id);
       mkdirSync(join(root, "tmp"), { recursive: true });
-      const native = { root };
-      sandboxes.set(id, native);
-      return { id, native };
+      sandboxes.set(id, { root, metadata: { ...spec.metadata }, state: "running", createdAt: new Date() });
+      return { id, native: { root } };
     },
     async doConnect(id) {
-      const native = sandboxes.get(id);
-      if (!native) throw new SandboxError("NotFound", `no sh sandbox ${id}`);
-      return { id, native };
+      const record = sandboxes.get(id);
+      if (!record) throw new SandboxError("NotFound", `no sh sandbox ${id}`);
+      return { id, native: { root: record.root } };
     },
     async doDestroy(sandbox) {
       rmSync(sandbox.native.root, { recursive: true, force: true });
       sandboxes.delete(sandbox.id);
     },
     async doGetInfo(sandbox) {
-      return { id: sandbox.id, state: sandboxes.has(sandbox.id) ? "running" : "destroyed", metadata: {} };
+      const known = sandboxes.get(sandbox.id);
+      if (!known) return { id: sandbox.id, state: "destroyed", metadata: {} };
+      return { id: sandbox.id, state: known.state, metadata: known.metadata, createdAt: known.createdAt };
     },
+    ...(lifecycle
+      ? {
+          async *doList() {
+            for (const [id, record] of sandboxes) {
+              yield { id, state: record.state, metadata: record.metadata, createdAt: record.createdAt };
+            }
+          },
+          async doStop(sandbox: DriverSandbox<ShNative>) {
+            const record = sandboxes.get(sandbox.id);
+            if (record) record.state = "stopped";
+          },
+          async doResume(sandbox: DriverSandbox<ShNative>) {
+            const record = sandboxes.get(sandbox.id);
+            if (record) record.state = "running";
+          },
+        }
+      : {}),
     doExec: exec,
     emulationStateDir: undefined,
   });

@@ -176,3 +176,50 @@ describe("createSandboxClient", () => {
     expect(() => createSandboxClient({ provider: broken as never })).toThrow(/pty is declared native but driver method doCreatePty is missing/);
   });
 });
+
+describe("list and reap", () => {
+  const lifecycle = shDriver({ userland: "dash", lifecycle: true });
+  afterAll(() => lifecycle.cleanup());
+
+  test("every list filter field is honoured by the core even when the provider ignores it", async () => {
+    const client = createSandboxClient({ provider: lifecycle });
+    const run = `run-${Date.now()}`;
+    const a = await client.create({ metadata: { run, role: "a" } });
+    const b = await client.create({ metadata: { run, role: "b" } });
+    const c = await client.create({ metadata: { run, role: "b" } });
+    await c.stop();
+    const ids = async (filter: Parameters<typeof client.list>[0]) => {
+      const out: string[] = [];
+      for await (const info of client.list(filter)) out.push(info.id);
+      return out.sort();
+    };
+    expect(await ids({ metadata: { run } })).toEqual([a.id, b.id, c.id].sort());
+    expect(await ids({ metadata: { run, role: "b" } })).toEqual([b.id, c.id].sort());
+    expect(await ids({ metadata: { run }, state: "stopped" })).toEqual([c.id]);
+    expect(await ids({ metadata: { run }, state: ["running"] })).toEqual([a.id, b.id].sort());
+    expect(await ids({ metadata: { run }, limit: 2 })).toHaveLength(2);
+    expect(await ids({ metadata: { run }, limit: 0 })).toEqual([]);
+    await expect(ids({ limit: -1 })).rejects.toMatchObject({ code: "Validation" });
+    await expect(ids({ state: "sleeping" as never })).rejects.toMatchObject({ code: "Validation" });
+    for (const s of [a, b, c]) await s.destroy();
+  });
+
+  test("reap stops sandboxes whose recorded ttl has passed, and only those", async () => {
+    const client = createSandboxClient({ provider: lifecycle });
+    const expiring = await client.create({ ttlMs: 50, metadata: { reap: "yes" } });
+    const lasting = await client.create({ ttlMs: 3_600_000, metadata: { reap: "yes" } });
+    expect((await expiring.getInfo()).expiresAt).toBeInstanceOf(Date);
+    await new Promise((r) => setTimeout(r, 100));
+    const reaped = await client.reap();
+    expect(reaped.map((i) => i.id)).toEqual([expiring.id]);
+    expect((await expiring.getInfo()).state).toBe("stopped");
+    expect((await lasting.getInfo()).state).toBe("running");
+    await expiring.destroy();
+    await lasting.destroy();
+  });
+
+  test("ttlMs is refused where the provider can neither keep an expiry nor metadata to record one", async () => {
+    const client = createSandboxClient({ provider: sh });
+    await expect(client.create({ ttlMs: 1000 })).rejects.toMatchObject({ code: "Validation" });
+  });
+});
