@@ -1,0 +1,129 @@
+import type { Sandbox, SandboxClient } from "@sbox/core";
+import { createSandboxClient } from "@sbox/core";
+import type { OptionValues } from "./args/parse-command-line.js";
+import { booleanOption, stringListOption, stringOption } from "./args/parse-command-line.js";
+import { usageError } from "./args/usage-error.js";
+import { parseProviderOptions } from "./args/value-parsers.js";
+import type { CliIo } from "./cli-io.js";
+import { type Colours, colourEnabled, createColours } from "./output/colour.js";
+import { toJson } from "./output/json-output.js";
+import { type Spinner, startSpinner } from "./output/spinner.js";
+import { DEFAULT_PROVIDER } from "./providers/known-providers.js";
+import { instantiateProvider, loadProviderPackage } from "./providers/load-provider.js";
+
+/** Everything a command needs: streams, output style, and clients for the chosen provider. */
+export interface CliContext {
+  readonly io: CliIo;
+  /** `--json`: data goes to stdout as JSON, nothing else does. */
+  readonly json: boolean;
+  readonly debug: boolean;
+  /** The provider chosen by `--provider`, `SBOX_PROVIDER`, or the default. */
+  readonly providerName: string;
+  /** Colours for stdout and stderr (each on only when that stream is a terminal). */
+  readonly out: Colours;
+  readonly err: Colours;
+  /** Writes text to stdout. */
+  print(text: string): void;
+  /** Writes a value as JSON to stdout. */
+  printJson(value: unknown): void;
+  /** A one-line notice on stderr (suppressed nowhere: stderr is never parsed). */
+  note(text: string): void;
+  /** A spinner on stderr, only on a terminal and only after 300 ms. */
+  spinner(text: string): Spinner;
+  /** Runs `work` under a spinner. */
+  waitFor<T>(text: string, work: () => Promise<T>): Promise<T>;
+  /** The client of a provider (the chosen one by default); created once, disposed at exit. */
+  client(providerName?: string): Promise<SandboxClient>;
+  /** Connects to a sandbox; an id `docker:abc` uses provider docker unless `--provider` says otherwise. */
+  connect(id: string): Promise<Sandbox>;
+  /** The provider an id belongs to. */
+  providerOfId(id: string): string;
+  /** Releases every client. */
+  dispose(): Promise<void>;
+}
+
+/** Builds the context from the parsed global options. */
+export function createCliContext(io: CliIo, values: OptionValues): CliContext {
+  const explicitProvider = stringOption(values, "provider");
+  const envProvider = io.env.SBOX_PROVIDER?.trim() || undefined;
+  const providerName = explicitProvider ?? envProvider ?? DEFAULT_PROVIDER;
+  const providerOptions = parseProviderOptions(stringListOption(values, "provider-option"));
+  const json = booleanOption(values, "json");
+  const debug = booleanOption(values, "debug") || io.env.SBOX_DEBUG === "1";
+  const out = createColours(colourEnabled(io.stdout, io.env));
+  const err = createColours(colourEnabled(io.stderr, io.env));
+  const clients = new Map<string, Promise<SandboxClient>>();
+  const spinnerEnabled = io.stderr.isTTY === true && io.env.TERM !== "dumb";
+  let spinnerActive = false;
+
+  const context: CliContext = {
+    io,
+    json,
+    debug,
+    providerName,
+    out,
+    err,
+    print(text) {
+      io.stdout.write(text);
+    },
+    printJson(value) {
+      io.stdout.write(toJson(value));
+    },
+    note(text) {
+      io.stderr.write(`${text}\n`);
+    },
+    spinner(text) {
+      return startSpinner(io.stderr, text, { enabled: spinnerEnabled, style: err.cyan });
+    },
+    async waitFor(text, work) {
+      // One spinner at a time: nested waits (connect inside an operation) keep the outer line.
+      if (spinnerActive) return work();
+      spinnerActive = true;
+      const spinner = context.spinner(text);
+      try {
+        return await work();
+      } finally {
+        spinner.stop();
+        spinnerActive = false;
+      }
+    },
+    client(name = providerName) {
+      let client = clients.get(name);
+      if (!client) {
+        client = (async () => {
+          const pkg = await loadProviderPackage(name, io.cwd);
+          const provider = instantiateProvider(pkg, providerOptions);
+          return createSandboxClient({ provider });
+        })();
+        clients.set(name, client);
+      }
+      return client;
+    },
+    providerOfId(id) {
+      const colon = id.indexOf(":");
+      const prefix = colon > 0 ? id.slice(0, colon) : undefined;
+      if (!prefix || !/^[a-z0-9][a-z0-9-]*$/.test(prefix)) return providerName;
+      if (
+        explicitProvider &&
+        explicitProvider !== prefix &&
+        !explicitProvider.endsWith(`provider-${prefix}`)
+      ) {
+        throw usageError(
+          `sandbox ${id} belongs to provider ${prefix}, but --provider ${explicitProvider} was given`,
+        );
+      }
+      return explicitProvider ?? prefix;
+    },
+    async connect(id) {
+      if (id.trim() === "") throw usageError("a sandbox id must not be empty");
+      const client = await context.client(context.providerOfId(id));
+      return context.waitFor(`connecting to ${id}`, () => client.connect(id));
+    },
+    async dispose() {
+      const all = [...clients.values()];
+      clients.clear();
+      await Promise.allSettled(all.map(async (client) => (await client).dispose()));
+    },
+  };
+  return context;
+}

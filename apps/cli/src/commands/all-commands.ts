@@ -1,0 +1,47 @@
+import { capsCommand } from "./caps.js";
+import type { CommandDefinition } from "./command-definition.js";
+import { cpCommand } from "./cp.js";
+import { createCommand } from "./create.js";
+import { doctorCommand } from "./doctor.js";
+import { execCommand } from "./exec.js";
+import { infoCommand } from "./info.js";
+import { logsCommand } from "./logs.js";
+import { lsCommand } from "./ls.js";
+import { pauseCommand } from "./pause.js";
+import { portCommand } from "./port.js";
+import { reapCommand } from "./reap.js";
+import { resumeCommand } from "./resume.js";
+import { rmCommand } from "./rm.js";
+import { runCommand } from "./run.js";
+import { shellCommand } from "./shell.js";
+import { stopCommand } from "./stop.js";
+
+/** Every command, in the order `sbox --help` lists them. */
+export const ALL_COMMANDS: readonly CommandDefinition[] = [
+  runCommand,
+  createCommand,
+  execCommand,
+  shellCommand,
+  cpCommand,
+  lsCommand,
+  infoCommand,
+  logsCommand,
+  stopCommand,
+  resumeCommand,
+  pauseCommand,
+  rmCommand,
+  reapCommand,
+  portCommand,
+  capsCommand,
+  doctorCommand,
+];
+
+/** Alternative names accepted on the command line. */
+export const COMMAND_ALIASES: Readonly<Record<string, string>> = {
+  list: "ls",
+  ps: "ls",
+  remove: "rm",
+  destroy: "rm",
+  capabilities: "caps",
+  inspect: "info",
+};

@@ -1,0 +1,21 @@
+import { expectNoCommand, expectPositionals } from "../args/positionals.js";
+import type { CommandDefinition } from "./command-definition.js";
+import { forEachSandbox } from "./for-each-sandbox.js";
+
+/** `sbox resume ID...`: resume stopped or paused sandboxes. */
+export const resumeCommand: CommandDefinition = {
+  name: "resume",
+  summary: "resume stopped or paused sandboxes",
+  usage: ["sbox resume [--json] ID [ID...]"],
+  details:
+    "Prints each id done; a failure on one id does not stop the others (the exit code is the first failure's).",
+  options: {},
+  async run(context, args) {
+    const ids = expectPositionals(args, "resume", ["ID", "ID..."], { min: 1, max: Number.POSITIVE_INFINITY });
+    expectNoCommand(args, "resume");
+    const { code } = await forEachSandbox(context, ids, "resuming", async (id) =>
+      (await context.connect(id)).resume(),
+    );
+    return code;
+  },
+};

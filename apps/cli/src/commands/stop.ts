@@ -1,0 +1,21 @@
+import { expectNoCommand, expectPositionals } from "../args/positionals.js";
+import type { CommandDefinition } from "./command-definition.js";
+import { forEachSandbox } from "./for-each-sandbox.js";
+
+/** `sbox stop ID...`: stop sandboxes (compute off, files kept where the provider keeps them). */
+export const stopCommand: CommandDefinition = {
+  name: "stop",
+  summary: "stop sandboxes (compute off, files kept where the provider keeps them)",
+  usage: ["sbox stop [--json] ID [ID...]"],
+  details:
+    "Prints each id done; a failure on one id does not stop the others (the exit code is the first failure's).",
+  options: {},
+  async run(context, args) {
+    const ids = expectPositionals(args, "stop", ["ID", "ID..."], { min: 1, max: Number.POSITIVE_INFINITY });
+    expectNoCommand(args, "stop");
+    const { code } = await forEachSandbox(context, ids, "stopping", async (id) =>
+      (await context.connect(id)).stop(),
+    );
+    return code;
+  },
+};
