@@ -1,0 +1,64 @@
+import { toSandboxError } from "../errors/to-sandbox-error.js";
+import type { ProviderDriver } from "../spec/provider-spec.js";
+import { abortReasonOf } from "./e7-timeout.js";
+import type { EmulationContext } from "./emulation-context.js";
+import { detachedScript, killAndRemove, newRunId, RUN_FILES, startDetached } from "./output-detached.js";
+import { followOutput } from "./output-poller.js";
+import { uploadToFile } from "./shell-exec-upload.js";
+
+const WHAT = "the command";
+
+/**
+ * E3: streaming over a buffered exec primitive. The command runs detached in its own session under
+ * `<stateDir>/<random id>/`, writing stdout and stderr to files; further execs poll their byte offsets, so
+ * output reaches `onStdout`/`onStderr` while the command runs (see `followOutput` for the cadence).
+ *
+ * - `cwd`/`env` of the request are applied with E1 inside the detached command.
+ * - stdin bytes are written to a file first (with the exec's stdin when it takes any, else in base64
+ *   pieces under the 64 KiB command-line bound) and redirected; a `ReadableStream` is read to its end into
+ *   that file BEFORE the command starts, so it suits finite input, not an interactive conversation.
+ * - When `request.signal` aborts, the command's whole process group gets SIGTERM, then SIGKILL after a
+ *   short grace, and the call rejects with the signal's reason when that is a `SandboxError` (the
+ *   `Timeout` of E7), else with `Aborted`. Killing uses its own signal, never the aborted one.
+ * - The run directory is removed when the command ended and its output was delivered, or after a kill.
+ */
+export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderDriver["doExecStream"]> {
+  return async (sandbox, request) => {
+    if (request.signal.aborted) throw abortReasonOf(request.signal.reason, WHAT);
+    const script = detachedScript(ctx, request, "streaming exec");
+    const dir = `${ctx.stateDir}/${newRunId()}`;
+    let pid: number | undefined;
+    try {
+      if (request.stdin !== undefined) {
+        await uploadToFile(ctx, sandbox, `${dir}/${RUN_FILES.stdin}`, request.stdin, {
+          signal: request.signal,
+          what: "the stdin of the command",
+        });
+      }
+      pid = (
+        await startDetached(ctx, sandbox, {
+          dir,
+          script,
+          stdin: request.stdin === undefined ? "none" : "file",
+        })
+      ).pid;
+      return await followOutput(ctx, sandbox, dir, {
+        signal: request.signal,
+        removeWhenDone: true,
+        what: WHAT,
+        onStdout: (chunk) => request.onStdout(chunk),
+        onStderr: (chunk) => request.onStderr(chunk),
+      });
+    } catch (error) {
+      const failure = request.signal.aborted
+        ? abortReasonOf(request.signal.reason, WHAT)
+        : toSandboxError(error, { provider: ctx.provider, operation: "exec (streaming)" });
+      try {
+        await killAndRemove(ctx, sandbox, dir, pid);
+      } catch {
+        // The original failure is what the caller needs to see; a failed cleanup cannot change it.
+      }
+      throw failure;
+    }
+  };
+}

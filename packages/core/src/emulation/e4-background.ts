@@ -1,0 +1,259 @@
+import { SandboxError } from "../errors/sandbox-error.js";
+import { toSandboxError } from "../errors/to-sandbox-error.js";
+import { normalizeSignal } from "../sandbox/signal-names.js";
+import type {
+  DriverExit,
+  DriverOutputCallbacks,
+  DriverProcess,
+  DriverSandbox,
+  ProcessInfo,
+  ProviderDriver,
+} from "../spec/provider-spec.js";
+import { abortReasonOf } from "./e7-timeout.js";
+import type { EmulationContext } from "./emulation-context.js";
+import {
+  detachedScript,
+  housekeepingSignal,
+  killGroupScript,
+  newRunId,
+  RUN_FILES,
+  startDetached,
+} from "./output-detached.js";
+import { followOutput } from "./output-poller.js";
+import { appendCommand, chunkBytesFor, pieces, type UploadSource } from "./shell-exec-upload.js";
+import { shellCommandOf, shellQuote } from "./shell-quote.js";
+
+/** The driver methods E4 provides. */
+export type EmulatedBackground = Required<
+  Pick<ProviderDriver, "doSpawn" | "doListProcesses" | "doConnectProcess" | "doKillProcess">
+>;
+
+const STDIN_CLOSED = "sbox-stdin-closed";
+const NOT_FOUND = "sbox-no-such-process";
+
+/**
+ * E4: background processes over the exec primitive. A spawned command runs detached in its own session
+ * (its pid is its process group), supervised by a shell that records its exit status; everything lives in
+ * `<stateDir>/proc/run-<id>/` with `<stateDir>/proc/<pid>` linking to it, so any client (another process,
+ * another machine) can list, follow, kill or write to it — the emulation keeps no state of its own.
+ *
+ * - `doSpawn`: starts, then follows output into the callbacks until the process ends. Aborting
+ *   `request.signal` kills the process group and makes `wait()` reject with the signal's reason.
+ * - `doConnectProcess(pid)`: replays output from the first byte, then follows; aborting its signal only
+ *   stops following. Unknown pid: `NotFound`.
+ * - `doListProcesses`: every recorded process; `running` = not ended and `kill -0` succeeds.
+ * - `doKillProcess(pid, signal)`: signals the whole group (`kill -SIG -<pid>`); unknown pid: `NotFound`.
+ * - stdin is a FIFO: `writeStdin` writes through the exec's stdin when available, else base64 pieces
+ *   under 64 KiB per command line; `closeStdin` delivers end-of-file. Writing after close: `InvalidState`.
+ *   Stdin given at spawn (bytes or a stream) is written, then closed.
+ * - The signal name in `wait()`'s result is reported when the exit status is 128+n for a signal n that was
+ *   sent through this emulation (a shell cannot tell death by signal n from `exit 128+n` otherwise).
+ * - Records are kept after the process ends (for list and replay) until the sandbox goes away.
+ */
+export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
+  const root = `${ctx.stateDir}/proc`;
+  const dirOf = (pid: number): string => `${root}/${pid}`;
+
+  const checkPid = (pid: number): void => {
+    if (!Number.isSafeInteger(pid) || pid <= 0) {
+      throw new SandboxError("Validation", `a process id must be a positive integer, got ${String(pid)}`, {
+        retryable: false,
+      });
+    }
+  };
+
+  const exec = async (
+    sandbox: DriverSandbox,
+    script: string,
+    signal: AbortSignal,
+    what: string,
+    stdin?: Uint8Array,
+  ) => {
+    const result = await ctx.exec(sandbox, script, { signal, ...(stdin === undefined ? {} : { stdin }) });
+    const stdout = new TextDecoder().decode(result.stdout);
+    if (stdout.includes(NOT_FOUND)) {
+      throw new SandboxError("NotFound", `no background process ${what}`, {
+        provider: ctx.provider,
+        retryable: false,
+      });
+    }
+    return { ...result, text: stdout };
+  };
+  const failed = (what: string, result: { exitCode: number; stderr: Uint8Array }): SandboxError =>
+    new SandboxError(
+      "Provider",
+      `${what} failed (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`,
+      {
+        provider: ctx.provider,
+      },
+    );
+
+  const kill = async (
+    sandbox: DriverSandbox,
+    pid: number,
+    signal: string | undefined,
+    callSignal: AbortSignal,
+  ) => {
+    checkPid(pid);
+    const name = signal === undefined ? undefined : normalizeSignal(signal, "SIGTERM");
+    const dir = dirOf(pid);
+    const script = `[ -d ${shellQuote(dir)} ] || { echo ${NOT_FOUND}; exit 0; }\n${killGroupScript(pid, name, dir)}`;
+    const result = await exec(sandbox, script, callSignal, String(pid));
+    if (result.exitCode !== 0) throw failed(`killing process ${pid}`, result);
+  };
+
+  const writeStdin = async (sandbox: DriverSandbox, pid: number, data: Uint8Array, signal: AbortSignal) => {
+    const fifo = shellQuote(`${dirOf(pid)}/${RUN_FILES.fifo}`);
+    for await (const piece of pieces(data, chunkBytesFor(ctx))) {
+      const { script, stdin } = appendCommand(ctx, fifo, piece);
+      const guarded = `[ -p ${fifo} ] || { echo ${STDIN_CLOSED}; exit 0; }\n${script}`;
+      const result = await exec(sandbox, guarded, signal, String(pid), stdin);
+      if (result.text.includes(STDIN_CLOSED)) {
+        throw new SandboxError("InvalidState", `the stdin of process ${pid} is closed`, {
+          provider: ctx.provider,
+          retryable: false,
+        });
+      }
+      if (result.exitCode !== 0) {
+        throw new SandboxError(
+          "InvalidState",
+          `writing to the stdin of process ${pid} failed (has it exited?)`,
+          {
+            provider: ctx.provider,
+            retryable: false,
+          },
+        );
+      }
+    }
+  };
+
+  const closeStdin = async (sandbox: DriverSandbox, pid: number, signal: AbortSignal) => {
+    const dir = shellQuote(dirOf(pid));
+    // The FIFO goes first: a writer that still finds it finds the holder alive, so its open cannot block.
+    const script = `rm -f ${dir}/${RUN_FILES.fifo}\nh=$(cat ${dir}/${RUN_FILES.holder} 2>/dev/null) && kill "$h" 2>/dev/null\ntrue`;
+    const result = await exec(sandbox, script, signal, String(pid));
+    if (result.exitCode !== 0) throw failed(`closing the stdin of process ${pid}`, result);
+  };
+
+  /** A handle that follows `pid` into the callbacks; `killOnAbort` for the spawner, not for re-attachers. */
+  const handle = (
+    sandbox: DriverSandbox,
+    pid: number,
+    callbacks: DriverOutputCallbacks & { signal: AbortSignal },
+    killOnAbort: boolean,
+  ): DriverProcess & { stdinDone(source: UploadSource): void } => {
+    const what = `background process ${pid}`;
+    let stdinFailure: SandboxError | undefined;
+    let stdinChain: Promise<void> = Promise.resolve();
+    const serial = (task: () => Promise<void>): Promise<void> => {
+      const next = stdinChain.then(task);
+      stdinChain = next.catch(() => undefined);
+      return next.catch((error: unknown) => {
+        throw toSandboxError(error, { provider: ctx.provider, operation: `stdin of process ${pid}` });
+      });
+    };
+    const exited = followOutput(ctx, sandbox, dirOf(pid), {
+      signal: callbacks.signal,
+      removeWhenDone: false,
+      what,
+      onStdout: (chunk) => callbacks.onStdout(chunk),
+      onStderr: (chunk) => callbacks.onStderr(chunk),
+    }).catch(async (error: unknown): Promise<DriverExit> => {
+      if (!callbacks.signal.aborted) throw toSandboxError(error, { provider: ctx.provider, operation: what });
+      if (killOnAbort) await kill(sandbox, pid, undefined, housekeepingSignal()).catch(() => undefined);
+      throw abortReasonOf(callbacks.signal.reason, what);
+    });
+    // A caller that never waits must not crash the process with an unhandled rejection.
+    exited.catch(() => undefined);
+    return {
+      pid,
+      wait: async () => {
+        const exit = await exited;
+        if (stdinFailure) throw stdinFailure;
+        return exit;
+      },
+      kill: (signal) => kill(sandbox, pid, signal, housekeepingSignal()),
+      writeStdin: (data) => serial(() => writeStdin(sandbox, pid, data, housekeepingSignal())),
+      closeStdin: () => serial(() => closeStdin(sandbox, pid, housekeepingSignal())),
+      stdinDone(source) {
+        const pump = serial(async () => {
+          for await (const piece of pieces(source, chunkBytesFor(ctx))) {
+            await writeStdin(sandbox, pid, piece, housekeepingSignal());
+          }
+        }).then(() => serial(() => closeStdin(sandbox, pid, housekeepingSignal())));
+        pump.catch((error: unknown) => {
+          stdinFailure = toSandboxError(error, {
+            provider: ctx.provider,
+            operation: `stdin of process ${pid}`,
+          });
+        });
+      },
+    };
+  };
+
+  return {
+    async doSpawn(sandbox, request) {
+      if (request.signal.aborted) throw abortReasonOf(request.signal.reason, "spawn");
+      const script = detachedScript(ctx, request, "background exec");
+      let run: { pid: number };
+      try {
+        run = await startDetached(ctx, sandbox, {
+          dir: `${root}/run-${newRunId()}`,
+          script,
+          display: shellCommandOf(request.command),
+          stdin: "fifo",
+          linkDir: root,
+        });
+      } catch (error) {
+        throw toSandboxError(error, { provider: ctx.provider, operation: "spawn" });
+      }
+      const process = handle(sandbox, run.pid, request, true);
+      if (request.stdin !== undefined) process.stdinDone(request.stdin);
+      const { stdinDone: _, ...driverProcess } = process;
+      return driverProcess;
+    },
+
+    async doConnectProcess(sandbox, pid, request) {
+      checkPid(pid);
+      const dir = shellQuote(dirOf(pid));
+      const result = await exec(sandbox, `[ -d ${dir} ] || echo ${NOT_FOUND}`, request.signal, String(pid));
+      if (result.exitCode !== 0) throw failed(`connecting to process ${pid}`, result);
+      const { stdinDone: _, ...driverProcess } = handle(sandbox, pid, request, false);
+      return driverProcess;
+    },
+
+    async doListProcesses(sandbox, options) {
+      const r = shellQuote(root);
+      const script = [
+        `[ -d ${r} ] || exit 0`,
+        `for l in ${r}/*; do`,
+        `  p=\${l##*/}; case $p in ""|*[!0-9]*) continue;; esac`,
+        '  [ -d "$l" ] || continue',
+        `  e=$(cat "$l/${RUN_FILES.exit}" 2>/dev/null); a=0`,
+        '  if [ -z "$e" ] && kill -0 "$p" 2>/dev/null; then a=1; fi',
+        `  c=$(base64 < "$l/${RUN_FILES.cmd}" | tr -d '\\n')`,
+        `  echo "$p $a \${e:--} $c"`,
+        "done",
+      ].join("\n");
+      const result = await exec(sandbox, script, options.signal, "list");
+      if (result.exitCode !== 0) throw failed("listing background processes", result);
+      const processes: ProcessInfo[] = [];
+      for (const line of result.text.split("\n")) {
+        const [pid, running, exit, command] = line.trim().split(" ");
+        if (!pid || !running || !exit) continue;
+        const info: ProcessInfo = {
+          pid: Number(pid),
+          command: Buffer.from(command ?? "", "base64").toString("utf8"),
+          running: running === "1",
+        };
+        if (/^[0-9]+$/.test(exit)) info.exitCode = Number(exit);
+        processes.push(info);
+      }
+      return processes.sort((a, b) => a.pid - b.pid);
+    },
+
+    async doKillProcess(sandbox, pid, signal, options) {
+      await kill(sandbox, pid, signal, options.signal);
+    },
+  };
+}
