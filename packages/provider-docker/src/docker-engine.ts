@@ -1,0 +1,154 @@
+import { SandboxError } from "@sbox/core/spec";
+import type Dockerode from "dockerode";
+import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import type { DockerProviderOptions, ResolvedDockerOptions } from "./docker-options.js";
+
+/** The error a driver call rejects with when its caller's signal fired. */
+export function abortedError(operation: string, signal: AbortSignal): SandboxError {
+  const reason: unknown = signal.reason;
+  if (SandboxError.isInstance(reason)) return reason;
+  if (reason instanceof Error && reason.name === "TimeoutError") {
+    return dockerSandboxError("Timeout", `docker ${operation}: timed out`, { cause: reason });
+  }
+  return dockerSandboxError("Aborted", `docker ${operation}: aborted`, { cause: reason, retryable: false });
+}
+
+/**
+ * Runs one engine call under an upper bound: it rejects when the caller's signal fires, or after
+ * `timeoutMs` with a retryable `Timeout` when the engine does not answer (a stopped or hung daemon must
+ * never hang the caller). The signal handed to `run` aborts the underlying HTTP request in both cases.
+ */
+export function bounded<T>(
+  operation: string,
+  callerSignal: AbortSignal,
+  timeoutMs: number,
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  if (callerSignal.aborted) return Promise.reject(abortedError(operation, callerSignal));
+  const controller = new AbortController();
+  let timedOut = false;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onCallerAbort = () => controller.abort();
+    callerSignal.addEventListener("abort", onCallerAbort, { once: true });
+    const settle = () => {
+      clearTimeout(timer);
+      callerSignal.removeEventListener("abort", onCallerAbort);
+    };
+    controller.signal.addEventListener(
+      "abort",
+      () => {
+        settle();
+        reject(
+          timedOut
+            ? dockerSandboxError(
+                "Timeout",
+                `docker ${operation}: the Docker Engine did not answer within ${timeoutMs} ms`,
+                {
+                  retryable: true,
+                },
+              )
+            : abortedError(operation, callerSignal),
+        );
+      },
+      { once: true },
+    );
+    let started: Promise<T>;
+    try {
+      started = run(controller.signal);
+    } catch (error) {
+      started = Promise.reject(error);
+    }
+    started.then(
+      (value) => {
+        settle();
+        resolve(value);
+      },
+      (error: unknown) => {
+        settle();
+        reject(
+          controller.signal.aborted ? abortedError(operation, callerSignal) : toDockerError(error, operation),
+        );
+      },
+    );
+  });
+}
+
+/** Dockerode constructor options from the provider's `socketPath` / `host`. */
+export function dockerodeOptions(options: DockerProviderOptions): Dockerode.DockerOptions | undefined {
+  if (options.socketPath) return { socketPath: options.socketPath };
+  const host = options.host;
+  if (!host) return undefined;
+  if (host.startsWith("unix://")) return { socketPath: host.slice("unix://".length) };
+  let url: URL;
+  try {
+    url = new URL(host.includes("://") ? host : `tcp://${host}`);
+  } catch (cause) {
+    throw dockerSandboxError("Validation", `docker: invalid host ${JSON.stringify(host)}`, {
+      cause,
+      retryable: false,
+    });
+  }
+  const protocol = url.protocol.replace(/:$/, "");
+  if (protocol === "ssh") {
+    const result: Dockerode.DockerOptions = { protocol: "ssh", host: url.hostname, port: url.port || 22 };
+    if (url.username) result.username = decodeURIComponent(url.username);
+    return result;
+  }
+  if (protocol === "tcp" || protocol === "http" || protocol === "https") {
+    return {
+      protocol: protocol === "https" ? "https" : "http",
+      host: url.hostname,
+      port: url.port || (protocol === "https" ? 2376 : 2375),
+    };
+  }
+  throw dockerSandboxError("Validation", `docker: unsupported host scheme ${JSON.stringify(protocol)}`, {
+    retryable: false,
+  });
+}
+
+/**
+ * The engine connection of one provider: dockerode is imported on first use (importing the provider costs
+ * nothing), and every non-streaming call goes through {@link bounded}.
+ */
+export class DockerEngine {
+  readonly options: ResolvedDockerOptions;
+  private readonly input: DockerProviderOptions;
+  private client: Promise<Dockerode> | undefined;
+
+  constructor(input: DockerProviderOptions, options: ResolvedDockerOptions) {
+    this.input = input;
+    this.options = options;
+  }
+
+  /** The dockerode client, created on first use. */
+  docker(): Promise<Dockerode> {
+    if (!this.client) {
+      const given = this.input.docker;
+      this.client = given
+        ? Promise.resolve(given)
+        : import("dockerode").then((module) => {
+            const Docker = ((module as { default?: unknown }).default ?? module) as typeof Dockerode;
+            return new Docker(dockerodeOptions(this.input));
+          });
+      this.client.catch(() => {
+        this.client = undefined;
+      });
+    }
+    return this.client;
+  }
+
+  /** Runs `run` against the engine under the request bound (or `timeoutMs`). */
+  async call<T>(
+    operation: string,
+    signal: AbortSignal,
+    run: (docker: Dockerode, signal: AbortSignal) => Promise<T>,
+    timeoutMs: number = this.options.requestTimeoutMs,
+  ): Promise<T> {
+    const docker = await bounded("load dockerode", signal, timeoutMs, () => this.docker());
+    return bounded(operation, signal, timeoutMs, (bound) => run(docker, bound));
+  }
+}

@@ -1,0 +1,275 @@
+import { randomBytes } from "node:crypto";
+import type { Socket } from "node:net";
+import type { DriverExit } from "@sbox/core/spec";
+import type Dockerode from "dockerode";
+import { DockerDemuxer } from "./docker-demux.js";
+import { abortedError, bounded, type DockerEngine } from "./docker-engine.js";
+import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import { EXEC_MARKER_VARIABLE, killMarkerCommand } from "./docker-kill.js";
+
+/** One command to run in a container. */
+export interface DockerExecInput {
+  readonly cmd: readonly string[];
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  readonly cwd?: string | undefined;
+  readonly user?: string | undefined;
+  readonly stdin?: Uint8Array | ReadableStream<Uint8Array> | undefined;
+  readonly signal: AbortSignal;
+  /** Kill the command's tree when `signal` fires (default true; false for the kill helper itself). */
+  readonly killOnAbort?: boolean | undefined;
+  onStdout(chunk: Uint8Array): void;
+  onStderr(chunk: Uint8Array): void;
+}
+
+/** How long killing a tree after an abort may take before the abort is reported anyway. */
+const KILL_BOUND_MS = 10_000;
+
+/** runc reports "OCI runtime exec failed" on stdout when the process could not even start. */
+const OCI_FAILURE = /^OCI runtime exec failed/;
+
+/** A random tag for one exec's process tree. */
+export function newMarker(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/** The exec environment: the tree marker first, then the caller's variables. */
+export function envList(marker: string, env: Readonly<Record<string, string>> | undefined): string[] {
+  const list = [`${EXEC_MARKER_VARIABLE}=${marker}`];
+  if (env) for (const [key, value] of Object.entries(env)) list.push(`${key}=${value}`);
+  return list;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Reads an exec's exit code once its stream ended; waits (bounded by `signal`) while it still runs. */
+export async function exitOf(
+  engine: DockerEngine,
+  exec: Dockerode.Exec,
+  signal: AbortSignal,
+): Promise<number> {
+  let delay = 2;
+  for (;;) {
+    const info = await engine.call("exec inspect", signal, (_docker, bound) =>
+      exec.inspect({ abortSignal: bound }),
+    );
+    if (!info.Running) {
+      if (typeof info.ExitCode !== "number") {
+        throw dockerSandboxError("Provider", "docker exec: the engine reported no exit code", {
+          retryable: true,
+        });
+      }
+      return info.ExitCode;
+    }
+    await sleep(delay);
+    delay = Math.min(delay * 2, 100);
+  }
+}
+
+/** Signals every process tagged with `marker` (and their trees); best effort, bounded. */
+export async function killByMarker(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  marker: string,
+  signal: string,
+): Promise<void> {
+  await runBuffered(
+    engine,
+    container,
+    killMarkerCommand(marker, signal),
+    AbortSignal.timeout(KILL_BOUND_MS),
+    {
+      killOnAbort: false,
+    },
+  ).catch(() => undefined);
+}
+
+async function pumpStdin(socket: Socket, stdin: Uint8Array | ReadableStream<Uint8Array>): Promise<void> {
+  if (stdin instanceof Uint8Array) {
+    socket.end(stdin);
+    return;
+  }
+  const reader = stdin.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (socket.destroyed) {
+        await reader.cancel().catch(() => undefined);
+        return;
+      }
+      if (!socket.write(value)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            socket.off("drain", done);
+            socket.off("close", done);
+            resolve();
+          };
+          socket.on("drain", done);
+          socket.on("close", done);
+        });
+      }
+    }
+    if (!socket.destroyed) socket.end();
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/**
+ * Runs a command in a container and streams its output: one exec create, one hijacked exec start (stdout
+ * and stderr demultiplexed, stdin written to the same connection and half-closed at its end), one exec
+ * inspect for the real exit code. Every process the command starts carries a random marker in its
+ * environment, so an abort kills the whole tree (also processes that left the session) through a second
+ * exec, then rejects with the signal's reason. A connection cut by the engine (daemon killed) rejects with
+ * a retryable `Provider` error from the follow-up call, never hangs.
+ */
+export async function runExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  input: DockerExecInput,
+): Promise<DriverExit> {
+  const { signal } = input;
+  if (signal.aborted) throw abortedError("exec", signal);
+  const marker = newMarker();
+  const attachStdin = input.stdin !== undefined;
+  const createOptions: Dockerode.ExecCreateOptions = {
+    Cmd: [...input.cmd],
+    AttachStdout: true,
+    AttachStderr: true,
+    AttachStdin: attachStdin,
+    Env: envList(marker, input.env),
+  };
+  if (input.cwd !== undefined) createOptions.WorkingDir = input.cwd;
+  if (input.user !== undefined) createOptions.User = input.user;
+
+  const exec = await engine.call("exec create", signal, (_docker, bound) =>
+    container.exec({ ...createOptions, abortSignal: bound }),
+  );
+  let socket: Socket;
+  try {
+    socket = (await engine.call("exec start", signal, (_docker, bound) =>
+      exec.start({ hijack: true, stdin: attachStdin, abortSignal: bound }),
+    )) as unknown as Socket;
+  } catch (error) {
+    // The start may have reached the engine before the abort: make sure nothing keeps running.
+    if (signal.aborted && input.killOnAbort !== false) await killByMarker(engine, container, marker, "KILL");
+    throw error;
+  }
+
+  let first = true;
+  let ociFailure = false;
+  const demuxer = new DockerDemuxer(
+    (chunk) => {
+      if (first) {
+        first = false;
+        if (
+          OCI_FAILURE.test(
+            Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(chunk.length, 64)).toString("latin1"),
+          )
+        ) {
+          ociFailure = true;
+          input.onStderr(chunk);
+          return;
+        }
+      }
+      if (ociFailure) input.onStderr(chunk);
+      else input.onStdout(chunk);
+    },
+    (chunk) => {
+      first = false;
+      input.onStderr(chunk);
+    },
+  );
+
+  const streamEnded = new Promise<void>((resolve, reject) => {
+    socket.on("data", (data: Buffer) => demuxer.push(data));
+    socket.once("end", () => resolve());
+    socket.once("close", () => resolve());
+    socket.once("error", (error) => reject(toDockerError(error, "exec stream")));
+  });
+  streamEnded.catch(() => undefined);
+
+  let stdinFailure: unknown;
+  if (attachStdin && input.stdin !== undefined) {
+    pumpStdin(socket, input.stdin).catch((error: unknown) => {
+      stdinFailure = error;
+      socket.destroy();
+    });
+  }
+
+  const aborted = new Promise<never>((_resolve, reject) => {
+    const onAbort = () => {
+      const kill =
+        input.killOnAbort === false ? Promise.resolve() : killByMarker(engine, container, marker, "KILL");
+      void kill.finally(() => {
+        socket.destroy();
+        reject(abortedError("exec", signal));
+      });
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    streamEnded.then(
+      () => signal.removeEventListener("abort", onAbort),
+      () => signal.removeEventListener("abort", onAbort),
+    );
+  });
+  aborted.catch(() => undefined);
+
+  await Promise.race([streamEnded, aborted]);
+  if (stdinFailure !== undefined) {
+    await killByMarker(engine, container, marker, "KILL");
+    throw toDockerError(stdinFailure, "exec stdin");
+  }
+  let exitCode = await Promise.race([exitOf(engine, exec, signal), aborted]);
+  if (ociFailure && exitCode === 126) exitCode = 127;
+  return { exitCode };
+}
+
+/** Buffered output of an internal helper command. */
+export interface BufferedOutput {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
+/** Runs an internal helper command (kill, mkdir, metrics) to completion, bounded by `signal`. */
+export async function runBuffered(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  cmd: readonly string[],
+  signal: AbortSignal,
+  options: {
+    stdin?: Uint8Array | ReadableStream<Uint8Array> | undefined;
+    user?: string | undefined;
+    killOnAbort?: boolean | undefined;
+  } = {},
+): Promise<BufferedOutput> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const exit = await runExec(engine, container, {
+    cmd,
+    signal,
+    stdin: options.stdin,
+    user: options.user,
+    killOnAbort: options.killOnAbort,
+    onStdout: (chunk) => out.push(Buffer.from(chunk)),
+    onStderr: (chunk) => err.push(Buffer.from(chunk)),
+  });
+  return { stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: exit.exitCode ?? -1 };
+}
+
+/** Same as {@link runBuffered} but bounded by the engine's request timeout as well. */
+export function runHelper(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  cmd: readonly string[],
+  signal: AbortSignal,
+  operation: string,
+  options: { stdin?: Uint8Array | ReadableStream<Uint8Array> | undefined; user?: string | undefined } = {},
+): Promise<BufferedOutput> {
+  return bounded(operation, signal, engine.options.requestTimeoutMs, (bound) =>
+    runBuffered(engine, container, cmd, bound, options),
+  );
+}

@@ -1,0 +1,68 @@
+import type Dockerode from "dockerode";
+
+/** Options of {@link docker}. Every field is optional; without any, the engine of `DOCKER_HOST` or the local socket is used. */
+export interface DockerProviderOptions {
+  /** A ready dockerode client; `socketPath` and `host` are ignored when it is given. */
+  docker?: Dockerode | undefined;
+  /** Image used when `spec.template` is not set (default `debian:bookworm-slim`, pulled when missing). */
+  image?: string | undefined;
+  /** Path of the engine's unix socket, e.g. `/var/run/docker.sock`. */
+  socketPath?: string | undefined;
+  /** Engine address: `unix:///path`, `tcp://host:2375`, `http://host:2375` or `ssh://user@host`. */
+  host?: string | undefined;
+  /** Network new sandboxes join (default `bridge`); also the network `setEgress("allow-all")` reconnects. */
+  network?: string | undefined;
+  /** Extra labels on every container; `list` and `connect` only see containers that carry them too. */
+  labels?: Readonly<Record<string, string>> | undefined;
+  /** Upper bound for every engine call that is not a running command's stream, in ms (default 30 000). */
+  requestTimeoutMs?: number | undefined;
+  /** Upper bound for pulling a missing image, in ms (default 300 000). */
+  pullTimeoutMs?: number | undefined;
+  /** Process limit of each sandbox's cgroup (default 4096). */
+  pidsLimit?: number | undefined;
+  /** Host address published ports bind to (default `127.0.0.1`). */
+  publishAddress?: string | undefined;
+  /** Host name used in port URLs (default: the engine's host for tcp/ssh engines, else `127.0.0.1`). */
+  publicHost?: string | undefined;
+}
+
+/** Options after defaults. */
+export interface ResolvedDockerOptions {
+  readonly image: string;
+  readonly network: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly requestTimeoutMs: number;
+  readonly pullTimeoutMs: number;
+  readonly pidsLimit: number;
+  readonly publishAddress: string;
+  readonly publicHost: string;
+}
+
+/** The default image when neither `spec.template` nor `image` is given. */
+export const DEFAULT_IMAGE = "debian:bookworm-slim";
+
+/** Fills in defaults. */
+export function resolveDockerOptions(options: DockerProviderOptions): ResolvedDockerOptions {
+  return {
+    image: options.image ?? DEFAULT_IMAGE,
+    network: options.network ?? "bridge",
+    labels: { ...(options.labels ?? {}) },
+    requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
+    pullTimeoutMs: options.pullTimeoutMs ?? 300_000,
+    pidsLimit: options.pidsLimit ?? 4096,
+    publishAddress: options.publishAddress ?? "127.0.0.1",
+    publicHost:
+      options.publicHost ??
+      engineHostName(options.host ?? (options.docker ? undefined : process.env.DOCKER_HOST)),
+  };
+}
+
+function engineHostName(host: string | undefined): string {
+  if (!host || host.startsWith("unix:") || host.startsWith("npipe:")) return "127.0.0.1";
+  try {
+    const url = new URL(host.includes("://") ? host : `tcp://${host}`);
+    return url.hostname || "127.0.0.1";
+  } catch {
+    return "127.0.0.1";
+  }
+}

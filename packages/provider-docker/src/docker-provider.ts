@@ -1,0 +1,240 @@
+import {
+  type DriverCommand,
+  type DriverExecRequest,
+  type DriverSandbox,
+  defineProvider,
+  type SandboxProvider,
+} from "@sbox/core/spec";
+import type Dockerode from "dockerode";
+import {
+  type DockerCapabilities,
+  dockerCapabilities,
+  dockerFlags,
+  dockerHonours,
+} from "./docker-capabilities.js";
+import { DockerEngine } from "./docker-engine.js";
+import { dockerSandboxError } from "./docker-errors.js";
+import { runExec, runHelper } from "./docker-exec.js";
+import {
+  absolutePath,
+  readFile,
+  readFileStream,
+  statFile,
+  writeFile,
+  writeFileStream,
+} from "./docker-files.js";
+import { killPidCommand } from "./docker-kill.js";
+import { EXPIRY_FILE, PROVIDER_NAME } from "./docker-labels.js";
+import {
+  connectSandbox,
+  createSandbox,
+  destroySandbox,
+  inspectOurs,
+  listSandboxes,
+  pauseSandbox,
+  resumeSandbox,
+  sandboxInfo,
+  stopSandbox,
+} from "./docker-lifecycle.js";
+import { DockerMetrics } from "./docker-metrics.js";
+import { setEgress } from "./docker-network.js";
+import { type DockerProviderOptions, resolveDockerOptions } from "./docker-options.js";
+import { exposePort, listPorts } from "./docker-ports.js";
+import { createPty } from "./docker-pty.js";
+import {
+  createSnapshot,
+  deleteSnapshot,
+  forkSandbox,
+  listSnapshots,
+  restoreSnapshot,
+} from "./docker-snapshots.js";
+
+/** What `sandbox.raw()` returns for a Docker sandbox: the dockerode container (addressed by name). */
+export type DockerSandboxNative = Dockerode.Container;
+
+/** The Docker provider type. */
+export type DockerProvider = SandboxProvider<DockerCapabilities, DockerSandboxNative>;
+
+function argvOf(command: DriverCommand): string[] {
+  if ("shell" in command) return ["sh", "-c", command.shell];
+  if (command.argv.length === 0) {
+    throw dockerSandboxError("Validation", "a command needs at least one word", { retryable: false });
+  }
+  for (const word of command.argv) {
+    if (word.includes("\0"))
+      throw dockerSandboxError("Validation", "a command word cannot contain NUL", { retryable: false });
+  }
+  return [...command.argv];
+}
+
+function execInput(request: DriverExecRequest) {
+  return {
+    cmd: argvOf(request.command),
+    env: request.env,
+    cwd: request.cwd,
+    user: request.user,
+    stdin: request.stdin,
+    signal: request.signal,
+  };
+}
+
+/**
+ * The Docker provider: sandboxes are labelled containers on a Docker Engine, driven through dockerode
+ * (loaded on first use). Works with the local socket, `DOCKER_HOST`, or explicit `socketPath` / `host`.
+ *
+ * ```ts
+ * const client = createSandboxClient({ provider: docker({ image: "sbox-busybox:latest" }) });
+ * ```
+ */
+export function docker(options: DockerProviderOptions = {}): DockerProvider {
+  const engine = new DockerEngine(options, resolveDockerOptions(options));
+  const metrics = new DockerMetrics();
+  const workdirs = new Map<string, Promise<string>>();
+  const sandbox = (id: string, container: Dockerode.Container): DriverSandbox<DockerSandboxNative> => ({
+    id,
+    native: container,
+  });
+  const workdir = (s: DriverSandbox<DockerSandboxNative>, signal: AbortSignal): Promise<string> => {
+    let known = workdirs.get(s.id);
+    if (!known) {
+      known = inspectOurs(engine, s.native, signal).then((info) => info.Config.WorkingDir || "/");
+      known.catch(() => workdirs.delete(s.id));
+      workdirs.set(s.id, known);
+    }
+    return known;
+  };
+  const pathIn = async (
+    s: DriverSandbox<DockerSandboxNative>,
+    path: string,
+    signal: AbortSignal,
+  ): Promise<string> =>
+    path.startsWith("/") ? absolutePath(path, "/") : absolutePath(path, await workdir(s, signal));
+
+  return defineProvider<DockerCapabilities, DockerSandboxNative>({
+    specificationVersion: "v1",
+    name: PROVIDER_NAME,
+    capabilities: dockerCapabilities,
+    flags: dockerFlags,
+    honours: dockerHonours,
+
+    async doCreate(spec, { signal }) {
+      const container = await createSandbox(engine, spec, signal);
+      return sandbox(container.id, container);
+    },
+    async doConnect(id, { signal }) {
+      const found = await connectSandbox(engine, id, signal);
+      return sandbox(found.id, found.container);
+    },
+    async doDestroy(s, { signal }) {
+      await destroySandbox(engine, s.native, signal);
+      metrics.forget(s.id);
+      workdirs.delete(s.id);
+    },
+    doGetInfo(s, { signal }) {
+      return sandboxInfo(engine, s.id, s.native, signal);
+    },
+    async doExec(s, request) {
+      const out: Uint8Array[] = [];
+      const err: Uint8Array[] = [];
+      const exit = await runExec(engine, s.native, {
+        ...execInput(request),
+        onStdout: (chunk) => out.push(chunk),
+        onStderr: (chunk) => err.push(chunk),
+      });
+      return { ...exit, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+    },
+    doExecStream(s, request) {
+      return runExec(engine, s.native, {
+        ...execInput(request),
+        onStdout: (chunk) => request.onStdout(chunk),
+        onStderr: (chunk) => request.onStderr(chunk),
+      });
+    },
+    async doKillProcess(s, pid, signalName, { signal }) {
+      const out = await runHelper(engine, s.native, killPidCommand(pid, signalName), signal, "kill", {
+        user: "0",
+      });
+      if (out.exitCode === 3)
+        throw dockerSandboxError("NotFound", `no process ${pid} in the sandbox`, { retryable: false });
+      if (out.exitCode !== 0) {
+        throw dockerSandboxError("Provider", `docker kill ${pid}: ${out.stderr.toString("utf8").trim()}`, {
+          retryable: false,
+        });
+      }
+    },
+    doCreatePty(s, request) {
+      return createPty(engine, s.native, request);
+    },
+
+    async doReadFile(s, path, { signal }) {
+      return readFile(engine, s.native, await pathIn(s, path, signal), signal);
+    },
+    async doWriteFile(s, path, data, { signal, mode }) {
+      await writeFile(engine, s.native, await pathIn(s, path, signal), data, mode, signal);
+    },
+    async doReadFileStream(s, path, { signal }) {
+      return readFileStream(engine, s.native, await pathIn(s, path, signal), signal);
+    },
+    async doWriteFileStream(s, path, data, { signal, mode }) {
+      await writeFileStream(engine, s.native, await pathIn(s, path, signal), data, mode, signal);
+    },
+    async doStat(s, path, { signal }) {
+      return statFile(engine, s.native, await pathIn(s, path, signal), signal);
+    },
+
+    doList(filter, { signal }) {
+      return listSandboxes(engine, filter, signal);
+    },
+    doStop(s, { signal }) {
+      return stopSandbox(engine, s.native, signal);
+    },
+    doPause(s, { signal }) {
+      return pauseSandbox(engine, s.native, signal);
+    },
+    doResume(s, { signal }) {
+      return resumeSandbox(engine, s.native, signal);
+    },
+    async doSetTimeout(s, ttlMs, { signal }) {
+      if (!(Number.isFinite(ttlMs) && ttlMs > 0)) {
+        throw dockerSandboxError("Validation", `invalid ttl ${String(ttlMs)}`, { retryable: false });
+      }
+      await inspectOurs(engine, s.native, signal);
+      const at = new Date(Date.now() + ttlMs).toISOString();
+      await writeFile(engine, s.native, EXPIRY_FILE, Buffer.from(at), 0o600, signal);
+    },
+    doMetrics(s, { signal }) {
+      return metrics.read(engine, s.native, s.id, signal);
+    },
+
+    doExposePort(s, port, { signal, private: isPrivate }) {
+      return exposePort(engine, s.native, port, isPrivate, signal);
+    },
+    doListPorts(s, { signal }) {
+      return listPorts(engine, s.native, signal);
+    },
+    doSetEgress(s, policy, { signal }) {
+      return setEgress(engine, s.native, policy, signal);
+    },
+
+    doCreateSnapshot(s, { signal, name }) {
+      return createSnapshot(engine, s.native, s.id, name, signal);
+    },
+    doRestoreSnapshot(s, ref, { signal }) {
+      return restoreSnapshot(engine, s.native, s.id, ref, signal);
+    },
+    doListSnapshots(s, { signal }) {
+      return listSnapshots(engine, s.id, signal);
+    },
+    doDeleteSnapshot(_s, ref, { signal }) {
+      return deleteSnapshot(engine, ref, signal);
+    },
+    async doFork(s, { signal, count }) {
+      const forks = await forkSandbox(engine, s.native, s.id, count, signal);
+      return forks.map((fork) => sandbox(fork.id, fork.container));
+    },
+
+    async doDispose() {
+      workdirs.clear();
+    },
+  });
+}

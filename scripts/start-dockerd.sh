@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Makes sure a Docker Engine answers on this machine: installs Debian's docker.io when `dockerd` is
+# missing, starts `dockerd` in the background when `docker info` fails, and waits (bounded) until it is
+# ready. Idempotent: a running engine is left alone. Prints where the daemon's log is.
+#
+# Environment:
+#   SBOX_DOCKERD_LOG      log file of a daemon started here (default /var/log/sbox-dockerd.log)
+#   SBOX_DOCKERD_WAIT_S   seconds to wait for readiness (default 60)
+set -euo pipefail
+
+log_file="${SBOX_DOCKERD_LOG:-/var/log/sbox-dockerd.log}"
+wait_s="${SBOX_DOCKERD_WAIT_S:-60}"
+
+say() { printf 'start-dockerd: %s\n' "$*" >&2; }
+
+engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi
+}
+
+if ! command -v dockerd >/dev/null 2>&1; then
+  say "dockerd not found: installing docker.io from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! as_root apt-get install -y -q docker.io >/dev/null; then
+    # An empty or stale package list is the usual reason; refresh once and try again.
+    as_root apt-get update -q >/dev/null
+    as_root apt-get install -y -q docker.io >/dev/null
+  fi
+fi
+
+if ! command -v docker >/dev/null 2>&1; then
+  say "no docker client on PATH after installing docker.io"
+  exit 1
+fi
+
+if engine_answers; then
+  say "engine already answers (log of a daemon started by this script: $log_file)"
+  exit 0
+fi
+
+# A daemon killed with SIGKILL leaves its pid file behind, and a new dockerd refuses to start while the
+# file names a pid; remove it only when that process is really gone.
+pid_file=/var/run/docker.pid
+if [ -f "$pid_file" ]; then
+  old_pid="$(cat "$pid_file" 2>/dev/null || true)"
+  if [ -z "$old_pid" ] || ! kill -0 "$old_pid" 2>/dev/null; then
+    as_root rm -f "$pid_file"
+  fi
+fi
+
+if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+  say "a dockerd (pid $(cat "$pid_file")) runs but does not answer yet; waiting for it"
+else
+  say "starting dockerd in the background, log: $log_file"
+  as_root mkdir -p "$(dirname "$log_file")"
+  # setsid: the daemon must not die with this shell or receive its terminal's signals.
+  as_root setsid dockerd >>"$log_file" 2>&1 </dev/null &
+fi
+
+deadline=$((SECONDS + wait_s))
+until engine_answers; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    say "dockerd did not answer within ${wait_s}s; last lines of $log_file:"
+    tail -n 20 "$log_file" >&2 || true
+    exit 1
+  fi
+  sleep 0.2
+done
+say "engine ready ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo '?')), log: $log_file"
