@@ -1,0 +1,123 @@
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+/** The fixed sandbox paths under bubblewrap. */
+export const SANDBOX_WORKSPACE = "/workspace";
+/** The sandbox's private, persistent `/tmp`. */
+export const SANDBOX_TMP = "/tmp";
+
+// Top-level host entries that are replaced inside the sandbox rather than bound from the host.
+const REPLACED = new Set(["proc", "dev", "tmp", "workspace"]);
+
+/** One entry of the host's `/`: bound read-only, or recreated as the same symlink. */
+export type RootEntry =
+  | { readonly kind: "bind"; readonly path: string }
+  | { readonly kind: "symlink"; readonly path: string; readonly target: string };
+
+let rootEntries: readonly RootEntry[] | undefined;
+
+/**
+ * The host's top-level entries, read once per process. `/` itself cannot be bound read-only because
+ * `/workspace` has to be created in it; binding every top-level entry gives the same view.
+ */
+export function hostRootEntries(): readonly RootEntry[] {
+  if (rootEntries) return rootEntries;
+  const entries: RootEntry[] = [];
+  for (const name of readdirSync("/").sort()) {
+    if (REPLACED.has(name)) continue;
+    const path = `/${name}`;
+    try {
+      const info = lstatSync(path);
+      if (info.isSymbolicLink()) entries.push({ kind: "symlink", path, target: readlinkSync(path) });
+      else entries.push({ kind: "bind", path });
+    } catch {
+      // Vanished between readdir and lstat: nothing to bind.
+    }
+  }
+  rootEntries = entries;
+  return entries;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return lstatSync(path).isFile() || lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** Finds `bwrap`: the explicit path, else the first on `PATH`, else `/usr/bin/bwrap`. Synchronous, no spawn. */
+export function locateBwrap(
+  explicit: string | undefined,
+  searchPath: string | undefined = process.env.PATH,
+): string | undefined {
+  if (explicit !== undefined) return isExecutable(explicit) ? explicit : undefined;
+  for (const dir of (searchPath ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, "bwrap");
+    if (isExecutable(candidate)) return candidate;
+  }
+  return isExecutable("/usr/bin/bwrap") ? "/usr/bin/bwrap" : undefined;
+}
+
+/** Whether the current process runs as root (bubblewrap then keeps capabilities unless told to drop them). */
+export function runningAsRoot(): boolean {
+  return typeof process.getuid === "function" && process.getuid() === 0;
+}
+
+/**
+ * Runs bubblewrap once with the namespaces the provider uses. Returns `undefined` when it works, else why
+ * not (user namespaces disabled, setuid bwrap refusing options...).
+ */
+export function probeBwrap(bwrapPath: string, shell: string): string | undefined {
+  const args = ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-net"];
+  if (runningAsRoot()) args.push("--cap-drop", "ALL");
+  const result = spawnSync(bwrapPath, [...args, shell, "-c", ":"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    timeout: 10_000,
+  });
+  if (result.error) return result.error.message;
+  if (result.status !== 0) {
+    const stderr = result.stderr?.toString("utf8").trim();
+    return stderr || `exit status ${String(result.status ?? result.signal)}`;
+  }
+  return undefined;
+}
+
+/** What one bubblewrap invocation needs. */
+export interface BwrapPlan {
+  readonly bwrapPath: string;
+  /** Host directory mounted read-write at `/workspace`. */
+  readonly workspace: string;
+  /** Host directory mounted read-write at `/tmp`. */
+  readonly tmp: string;
+  /** Working directory inside the sandbox. */
+  readonly cwd: string;
+  /** `--unshare-net`: no network but loopback. */
+  readonly unshareNet: boolean;
+  /** `--die-with-parent`: foreground commands die with the host program; background ones must not. */
+  readonly dieWithParent: boolean;
+  /** Host directories hidden behind an empty tmpfs (the state root: other sandboxes' files). */
+  readonly hide: readonly string[];
+}
+
+/** The bubblewrap arguments (without the command) for `plan`. */
+export function bwrapArgs(plan: BwrapPlan): string[] {
+  const args: string[] = [];
+  for (const entry of hostRootEntries()) {
+    if (entry.kind === "symlink") args.push("--symlink", entry.target, entry.path);
+    else args.push("--ro-bind", entry.path, entry.path);
+  }
+  for (const path of plan.hide) args.push("--tmpfs", path);
+  args.push("--proc", "/proc", "--dev", "/dev");
+  args.push("--bind", plan.tmp, SANDBOX_TMP, "--bind", plan.workspace, SANDBOX_WORKSPACE);
+  args.push("--unshare-pid");
+  if (plan.unshareNet) args.push("--unshare-net");
+  if (plan.dieWithParent) args.push("--die-with-parent");
+  // As root, bubblewrap would keep every capability: a process could remount / read-write.
+  if (runningAsRoot()) args.push("--cap-drop", "ALL");
+  args.push("--chdir", plan.cwd);
+  return args;
+}

@@ -1,0 +1,134 @@
+import { statSync } from "node:fs";
+import { userInfo } from "node:os";
+import type { DriverCommand } from "@sbox/core/spec";
+import { bwrapArgs, SANDBOX_TMP, SANDBOX_WORKSPACE } from "./local-bwrap.js";
+import { localError } from "./local-errors.js";
+import type { ResolvedIsolation } from "./local-isolation.js";
+import { hostCwdWithoutIsolation, type SandboxView, sandboxCwd } from "./local-paths.js";
+import { COMMAND_TAG_VARIABLE, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
+import type { LocalSandboxPaths, LocalSandboxRecord } from "./local-state.js";
+
+/** How to start one process: the executable, its arguments, host cwd and environment. */
+export interface LaunchPlan {
+  readonly file: string;
+  readonly args: readonly string[];
+  /** Host directory for `spawn`'s cwd (under bubblewrap the sandbox cwd is set with `--chdir`). */
+  readonly cwd: string;
+  readonly env: Record<string, string>;
+}
+
+/** What a command needs to know about its sandbox. */
+export interface CommandTarget {
+  readonly id: string;
+  readonly paths: LocalSandboxPaths;
+  readonly record: LocalSandboxRecord;
+}
+
+/** What to run. */
+export interface CommandInput {
+  /** A command, or `undefined` for an interactive login shell (pty). */
+  readonly command: DriverCommand | undefined;
+  readonly cwd?: string | undefined;
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  readonly user?: string | undefined;
+  /** Tag of this command's processes (see `COMMAND_TAG_VARIABLE`). */
+  readonly tag: string;
+  /** Foreground commands die with the host program; background ones survive it. */
+  readonly foreground: boolean;
+  /** Extra variables set by the provider (TERM for a pty). */
+  readonly extraEnv?: Readonly<Record<string, string>> | undefined;
+}
+
+/** Settings shared by every command of a provider instance. */
+export interface CommandSettings {
+  readonly shell: string;
+  readonly path: string;
+  /** Host directories hidden inside the sandbox (the state root). */
+  readonly hide: readonly string[];
+}
+
+/** The view of `target` under `isolation`. */
+export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): SandboxView {
+  return { isolation: isolation.mode, workspace: target.paths.workspace, tmp: target.paths.tmp };
+}
+
+// `exec "$@"` runs argv without any shell interpretation and reports a missing program as exit 127, the
+// same way with and without bubblewrap.
+function commandArgv(shell: string, command: DriverCommand | undefined): string[] {
+  if (command === undefined) return [shell];
+  if ("shell" in command) return [shell, "-c", command.shell];
+  if (command.argv.length === 0) throw localError("Validation", "a command needs at least one word");
+  return [shell, "-c", 'exec "$@"', "sh", ...command.argv];
+}
+
+function assertUser(user: string | undefined): void {
+  if (user === undefined) return;
+  let current: string | undefined;
+  try {
+    current = userInfo().username;
+  } catch {
+    current = undefined;
+  }
+  if (user !== current) {
+    throw localError(
+      "NotSupported",
+      `the local provider runs commands as the host user ${current ?? "(unknown)"}; running as ${JSON.stringify(user)} is not supported`,
+    );
+  }
+}
+
+/**
+ * Plans one process. Returns a message instead when the working directory does not exist without
+ * isolation (bubblewrap reports that itself), so that the command fails like `cd` would, with exit 1.
+ */
+export function planLaunch(
+  settings: CommandSettings,
+  isolation: ResolvedIsolation,
+  target: CommandTarget,
+  input: CommandInput,
+): LaunchPlan | { cwdProblem: string } {
+  assertUser(input.user);
+  const { paths, record } = target;
+  const bwrap = isolation.mode === "bwrap";
+  if (record.egress === "block-all" && !bwrap) {
+    throw localError(
+      "NotSupported",
+      `local sandbox ${target.id} has egress blocked, which needs bubblewrap; this provider runs without isolation (${isolation.reason ?? "isolation: none"})`,
+    );
+  }
+  const env: Record<string, string> = {
+    PATH: settings.path,
+    HOME: bwrap ? SANDBOX_WORKSPACE : paths.workspace,
+    TMPDIR: bwrap ? SANDBOX_TMP : paths.tmp,
+    LANG: "C.UTF-8",
+    ...input.extraEnv,
+    ...record.env,
+    ...input.env,
+    // Last, so no command can drop them: they let the provider find every process of the sandbox.
+    [SANDBOX_TAG_VARIABLE]: target.id,
+    [COMMAND_TAG_VARIABLE]: input.tag,
+  };
+  const argv = commandArgv(settings.shell, input.command);
+  if (bwrap) {
+    const args = bwrapArgs({
+      bwrapPath: isolation.bwrapPath,
+      workspace: paths.workspace,
+      tmp: paths.tmp,
+      cwd: sandboxCwd(input.cwd),
+      unshareNet: record.egress === "block-all",
+      dieWithParent: input.foreground,
+      hide: settings.hide,
+    });
+    return { file: isolation.bwrapPath, args: [...args, "--", ...argv], cwd: paths.workspace, env };
+  }
+  const cwd = hostCwdWithoutIsolation(viewOf(target, isolation), input.cwd);
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(cwd).isDirectory();
+  } catch {
+    isDirectory = false;
+  }
+  if (!isDirectory)
+    return { cwdProblem: `sbox: cannot change directory to ${input.cwd ?? cwd}: No such directory\n` };
+  return { file: argv[0]!, args: argv.slice(1), cwd, env };
+}

@@ -1,0 +1,133 @@
+import { spawn } from "node:child_process";
+import type { DriverExecRequest, DriverExit, DriverOutputCallbacks } from "@sbox/core/spec";
+import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
+import { abortErrorOf, localError, throwIfAborted, toLocalError } from "./local-errors.js";
+import { newLocalId } from "./local-ids.js";
+import type { ResolvedIsolation } from "./local-isolation.js";
+import { COMMAND_TAG_VARIABLE, signalNumber, signalTree } from "./local-procfs.js";
+import { feedStdin } from "./local-stdin.js";
+
+/** How long a command killed with a catchable signal may take before its tree is killed outright. */
+const GRACEFUL_KILL_MS = 2_000;
+/** After a command exits, how long its output pipes may stay open (held by leftovers) before those are killed. */
+const LEFTOVER_GRACE_MS = 25;
+
+/** The signal a caller asked for when it aborted a run with `handle.kill(signal)`, if it said. */
+function requestedSignal(reason: unknown): string | undefined {
+  const signal =
+    typeof reason === "object" && reason !== null ? (reason as { signal?: unknown }).signal : undefined;
+  return typeof signal === "string" && signalNumber(signal) !== undefined ? signal : undefined;
+}
+
+/** Exit code and signal name the way a shell reports them: a signal death is 128 + its number. */
+export function exitOf(code: number | null, signal: NodeJS.Signals | null, delivered?: string): DriverExit {
+  if (signal) return { exitCode: 128 + (signalNumber(signal) ?? 0), signal };
+  const exitCode = code ?? 1;
+  // Under bubblewrap a signal death arrives as 128+n; name it when it is the signal this provider sent.
+  if (delivered && exitCode === 128 + (signalNumber(delivered) ?? -999))
+    return { exitCode, signal: delivered };
+  return { exitCode };
+}
+
+/**
+ * Runs one foreground command to completion, streaming raw output chunks to the callbacks as they arrive.
+ * On abort, the command's whole tree is killed (every process carrying its tag, including ones that left its
+ * process group) before the call rejects. Leftover processes of a finished command are killed too, so no
+ * command outlives its `run()` (bubblewrap's PID namespace does the same on its own).
+ */
+export async function runForeground(
+  settings: CommandSettings,
+  isolation: ResolvedIsolation,
+  target: CommandTarget,
+  request: DriverExecRequest,
+  output: DriverOutputCallbacks,
+): Promise<DriverExit> {
+  throwIfAborted(request.signal, "exec");
+  const tag = newLocalId();
+  const plan = planLaunch(settings, isolation, target, {
+    command: request.command,
+    cwd: request.cwd,
+    env: request.env,
+    user: request.user,
+    tag,
+    foreground: true,
+  });
+  if ("cwdProblem" in plan) {
+    output.onStderr(Buffer.from(plan.cwdProblem));
+    return { exitCode: 1 };
+  }
+  const treeTag = { name: COMMAND_TAG_VARIABLE, value: tag };
+  return new Promise<DriverExit>((resolve, reject) => {
+    const child = spawn(plan.file, plan.args, {
+      cwd: plan.cwd,
+      env: plan.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      // Its own process group, so a kill reaches everything it forks.
+      detached: true,
+    });
+    let settled = false;
+    let exit: DriverExit | undefined;
+    let delivered: string | undefined;
+    let killing: Promise<void> | undefined;
+    let closeTimer: ReturnType<typeof setTimeout> | undefined;
+
+    const killTree = (signal: string): Promise<void> => {
+      delivered = signal;
+      return signalTree(treeTag, signal, {
+        groups: child.pid ? [child.pid] : [],
+        // bubblewrap's monitor would die of a catchable signal and leave the command running unobserved.
+        spare: isolation.mode === "bwrap" ? { exe: isolation.bwrapPath } : undefined,
+      }).then(() => {});
+    };
+    const onAbort = () => {
+      if (killing) return;
+      const graceful = requestedSignal(request.signal.reason);
+      killing = (async () => {
+        if (graceful && graceful !== "SIGKILL") {
+          await killTree(graceful);
+          const deadline = Date.now() + GRACEFUL_KILL_MS;
+          while (exit === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        }
+        await killTree("SIGKILL");
+      })().catch(() => {});
+    };
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      request.signal.removeEventListener("abort", onAbort);
+      if (closeTimer) clearTimeout(closeTimer);
+      if (error !== undefined) return reject(toLocalError(error, "exec"));
+      if (request.signal.aborted) {
+        // Report the abort only once the tree is really gone.
+        void (killing ?? Promise.resolve()).then(() => reject(abortErrorOf(request.signal, "exec")));
+        return;
+      }
+      resolve(exit ?? { exitCode: 1 });
+    };
+
+    child.on("error", (error) => {
+      finish(localError("Provider", `could not start the command (${plan.file}): ${error.message}`, error));
+    });
+    child.stdout.on("data", (chunk: Buffer) => output.onStdout(chunk));
+    child.stderr.on("data", (chunk: Buffer) => output.onStderr(chunk));
+    child.on("exit", (code, signal) => {
+      exit = exitOf(code, signal, delivered);
+      // Pipes still open after the exit are held by leftover background children: kill them so close comes.
+      // The group is still referenced by its members, so its id cannot have been reused by then.
+      closeTimer = setTimeout(() => {
+        void signalTree(treeTag, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(() => {
+          if (settled) return;
+          // Only processes that left both the group and the tag can still hold the pipes: stop waiting.
+          closeTimer = setTimeout(() => {
+            child.stdout.destroy();
+            child.stderr.destroy();
+          }, 2_000);
+        });
+      }, LEFTOVER_GRACE_MS);
+    });
+    child.on("close", () => finish());
+    request.signal.addEventListener("abort", onAbort, { once: true });
+    if (request.signal.aborted) onAbort();
+    feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+  });
+}

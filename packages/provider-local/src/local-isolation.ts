@@ -1,0 +1,43 @@
+import { realpathSync } from "node:fs";
+import { locateBwrap, probeBwrap } from "./local-bwrap.js";
+import { localError } from "./local-errors.js";
+import type { LocalIsolationRequest } from "./local-options.js";
+
+/** The isolation a provider instance really uses. */
+export type ResolvedIsolation =
+  | { readonly mode: "bwrap"; readonly bwrapPath: string; readonly reason?: undefined }
+  | { readonly mode: "none"; readonly bwrapPath?: undefined; readonly reason: string };
+
+let warned = false;
+
+/**
+ * Decides the isolation once, on first use (never at import): `bwrap` needs a working bubblewrap and fails
+ * with a clear error otherwise; `auto` falls back to none with a single process-wide warning.
+ */
+export function resolveIsolation(
+  requested: LocalIsolationRequest,
+  options: { bwrapPath?: string | undefined; shell: string },
+): ResolvedIsolation {
+  if (requested === "none") return { mode: "none", reason: 'isolation: "none" was requested' };
+  const found = locateBwrap(options.bwrapPath);
+  const problem = found
+    ? probeBwrap(found, options.shell)
+    : `bubblewrap (bwrap) was not found${options.bwrapPath ? ` at ${options.bwrapPath}` : " on PATH or at /usr/bin/bwrap"}`;
+  // The real path: processes are recognized as bubblewrap by /proc/<pid>/exe, which is always resolved.
+  if (found && problem === undefined) return { mode: "bwrap", bwrapPath: realpathSync(found) };
+  if (requested === "bwrap") {
+    throw localError(
+      "Provider",
+      `isolation "bwrap" was requested but bubblewrap cannot be used: ${problem}. Install it (e.g. apt-get install bubblewrap) or use isolation "auto" or "none".`,
+    );
+  }
+  const reason = `bubblewrap unavailable: ${problem}`;
+  if (!warned) {
+    warned = true;
+    process.emitWarning(
+      `sbox local: ${reason}; sandboxes run WITHOUT isolation (commands run on the host as this user).`,
+      { code: "SBOX_LOCAL_NO_ISOLATION" },
+    );
+  }
+  return { mode: "none", reason };
+}
