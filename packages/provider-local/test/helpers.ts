@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { DriverCallOptions, DriverExecRequest, DriverSandbox } from "@sbox/core/spec";
 import type {
   LocalProvider,
@@ -20,6 +21,17 @@ export type Mode = (typeof MODES)[number];
 export function tempStateRoot(label: string): { home: string; cleanup(): void } {
   const home = mkdtempSync(join(tmpdir(), `sbox-local-${label}-`));
   return { home, cleanup: () => rmSync(home, { recursive: true, force: true }) };
+}
+
+/**
+ * A throwaway directory outside `/tmp` (under the package's git-ignored `.sbox-test/`): inside bubblewrap
+ * the host's `/tmp` is replaced by the sandbox's own, so a test about host paths must not use it.
+ */
+export function tempOutsideTmp(label: string): { dir: string; cleanup(): void } {
+  const parent = fileURLToPath(new URL("../.sbox-test/", import.meta.url));
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(join(parent, `${label}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** Options for a driver call that is never aborted. */
