@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { hasBusybox, USERLANDS } from "../../test/sh-driver.js";
+import { hasBusybox } from "../../test/sh-driver.js";
 import { applyEnvCwd, CWD_FAILED_EXIT_CODE } from "./e1-env-cwd.js";
-import { createExecBed, type ExecBed, testSignal } from "./shell-exec-test-bed.js";
+import { createExecBed, EXEC_VARIANTS, type ExecBed, testSignal } from "./shell-exec-test-bed.js";
 import { shellQuote } from "./shell-quote.js";
 
 const decoder = new TextDecoder();
@@ -41,12 +41,7 @@ const hostile = fc.oneof(
     .map((parts) => parts.join("")),
 );
 
-const VARIANTS = USERLANDS.flatMap((userland) => [
-  { userland, exitCodes: true },
-  { userland, exitCodes: false },
-]);
-
-describe.skipIf(!hasBusybox()).each(VARIANTS)("E1 on $userland (exit codes: $exitCodes)", (variant) => {
+describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)("E1 on $userland (exit codes: $exitCodes)", (variant) => {
   let bed: ExecBed;
   beforeAll(async () => {
     // envCwd false: the driver ignores cwd/env, so E1 is the only way they can take effect.

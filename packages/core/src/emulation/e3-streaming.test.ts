@@ -1,12 +1,12 @@
 import { existsSync, readdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { hasBusybox, USERLANDS } from "../../test/sh-driver.js";
+import { hasBusybox } from "../../test/sh-driver.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverExecRequest } from "../spec/provider-spec.js";
 import { emulatedExecStream } from "./e3-streaming.js";
 import { withTimeout } from "./e7-timeout.js";
 import { MAX_COMMAND_LINE_BYTES } from "./emulation-context.js";
-import { createExecBed, type ExecBed, groupAlive, testSignal } from "./shell-exec-test-bed.js";
+import { createExecBed, EXEC_VARIANTS, type ExecBed, groupAlive, testSignal } from "./shell-exec-test-bed.js";
 
 const decoder = new TextDecoder();
 
@@ -42,12 +42,7 @@ const text = (chunks: Uint8Array[]): string => decoder.decode(Buffer.concat(chun
 const leftovers = (bed: ExecBed): string[] =>
   existsSync(bed.ctx.stateDir) ? readdirSync(bed.ctx.stateDir).filter((name) => name !== "proc") : [];
 
-const VARIANTS = USERLANDS.flatMap((userland) => [
-  { userland, exitCodes: true, stdin: true },
-  { userland, exitCodes: false, stdin: false },
-]);
-
-describe.skipIf(!hasBusybox()).each(VARIANTS)(
+describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
   "E3 streaming on $userland (exit codes: $exitCodes, stdin: $stdin)",
   (variant) => {
     let bed: ExecBed;

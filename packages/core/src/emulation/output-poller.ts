@@ -10,7 +10,7 @@ import { shellQuote } from "./shell-quote.js";
  * Bytes per stream per poll: large outputs arrive in bounded pieces (a 50 MB output in 13 polls), small
  * enough that one poll's base64 text stays a modest exec result.
  */
-export const POLL_MAX_BYTES = 4 * 1024 * 1024;
+export const POLL_MAX_BYTES: number = 4 * 1024 * 1024;
 /** First poll delay, and the delay right after output arrived. */
 export const POLL_MIN_DELAY_MS = 15;
 /** Longest delay between polls of an idle command. */

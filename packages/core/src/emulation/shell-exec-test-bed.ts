@@ -4,7 +4,7 @@
  * variant lacks cwd/env or exit codes, under both userlands.
  */
 import { execFileSync } from "node:child_process";
-import { type ShDriverOptions, shDriver } from "../../test/sh-driver.js";
+import { type ShDriverOptions, shDriver, USERLANDS } from "../../test/sh-driver.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
 import type { EmulationContext } from "./emulation-context.js";
 import { createShellExec } from "./shell-exec.js";
@@ -22,6 +22,18 @@ export interface ExecBed {
   run(script: string): Promise<string>;
   cleanup(): Promise<void>;
 }
+
+/**
+ * The driver variants every exec emulation test runs under, per userland: one where the exec primitive
+ * does everything itself, and one that returns only text output (no exit code, no stdin, no cwd/env), so
+ * E1, E2 and the base64 paths all run.
+ */
+export const EXEC_VARIANTS: readonly Required<
+  Pick<ShDriverOptions, "userland" | "exitCodes" | "stdin" | "envCwd">
+>[] = USERLANDS.flatMap((userland) => [
+  { userland, exitCodes: true, stdin: true, envCwd: true },
+  { userland, exitCodes: false, stdin: false, envCwd: false },
+]);
 
 /** A signal for test calls that must not hang. */
 export const testSignal = (): AbortSignal => AbortSignal.timeout(60_000);

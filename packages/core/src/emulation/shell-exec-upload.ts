@@ -7,7 +7,7 @@ import { shellQuote } from "./shell-quote.js";
  * Raw bytes per command line when bytes travel as base64 text: 36 KiB become 48 KiB of base64, which
  * leaves room for the path and the wrapping well under `MAX_COMMAND_LINE_BYTES`.
  */
-export const BASE64_CHUNK_BYTES = 36 * 1024;
+export const BASE64_CHUNK_BYTES: number = 36 * 1024;
 
 /** Bytes per exec when the exec primitive takes stdin (no command-line bound applies to stdin). */
 const STDIN_CHUNK_BYTES = 8 * 1024 * 1024;
