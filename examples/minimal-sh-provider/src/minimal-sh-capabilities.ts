@@ -1,0 +1,32 @@
+/**
+ * What the minimal sh provider declares. Only `list` is its own (it can read its records); everything
+ * the core can emulate over the one exec primitive is `emulated`; the rest is honestly `unsupported`.
+ * `stdin` is native because the exec primitive takes stdin bytes (and streams).
+ */
+export const minimalShCapabilities = {
+  list: "native",
+  stop: "unsupported",
+  pause: "unsupported",
+  setTimeout: "unsupported",
+  streaming: "emulated",
+  background: "emulated",
+  killProcess: "emulated",
+  stdin: "native",
+  pty: "unsupported",
+  filesWatch: "emulated",
+  filesUpload: "emulated",
+  codeInterpreter: "unsupported",
+  statefulKernel: "unsupported",
+  exposePort: "unsupported",
+  privatePreview: "unsupported",
+  egressControl: "unsupported",
+  ssh: "unsupported",
+  proxiedFetch: "unsupported",
+  snapshot: "unsupported",
+  fork: "unsupported",
+  volumes: "unsupported",
+  gpu: "unsupported",
+  region: "unsupported",
+  secretsVault: "unsupported",
+  metrics: "emulated",
+} as const;

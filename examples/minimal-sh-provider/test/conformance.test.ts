@@ -1,0 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runConformance } from "@sbox/conformance/vitest";
+import { afterAll } from "vitest";
+import { minimalShProvider } from "../src/index.js";
+
+const root = mkdtempSync(join(tmpdir(), "sbox-minimal-sh-conformance-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+runConformance({ provider: () => minimalShProvider({ root }) });

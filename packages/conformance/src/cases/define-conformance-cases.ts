@@ -1,0 +1,46 @@
+import { SandboxError } from "@sbox/core/spec";
+import type { ConformanceCase } from "../conformance-case.js";
+import { backgroundCases } from "./background-cases.js";
+import { concurrencyCases } from "./concurrency-cases.js";
+import { errorCases } from "./error-cases.js";
+import { execCases } from "./exec-cases.js";
+import { extraCases } from "./extra-cases.js";
+import { filesCases } from "./files-cases.js";
+import { lifecycleCases } from "./lifecycle-cases.js";
+import { manifestCases } from "./manifest-cases.js";
+import { networkCases } from "./network-cases.js";
+import { portsCases } from "./ports-cases.js";
+import { stateCases } from "./state-cases.js";
+import { unsupportedCases } from "./unsupported-cases.js";
+import { watchCases } from "./watch-cases.js";
+
+/**
+ * Every conformance case, in run order. Runner-agnostic: each case is `{ id, title, requires, run(ctx) }`
+ * with a stable dotted id; a binding (the plain report runner, the vitest binding) selects cases by the
+ * provider's own effective capability map and runs them.
+ */
+export function defineConformanceCases(): ConformanceCase[] {
+  const cases = [
+    ...manifestCases(),
+    ...lifecycleCases(),
+    ...execCases(),
+    ...backgroundCases(),
+    ...filesCases(),
+    ...watchCases(),
+    ...portsCases(),
+    ...stateCases(),
+    ...networkCases(),
+    ...extraCases(),
+    ...concurrencyCases(),
+    ...errorCases(),
+    ...unsupportedCases(),
+  ];
+  const seen = new Set<string>();
+  for (const c of cases) {
+    // Ids are the public contract of the kit (exclude lists, reports): a duplicate is a bug here.
+    if (seen.has(c.id))
+      throw new SandboxError("Validation", `duplicate conformance case id ${c.id}`, { retryable: false });
+    seen.add(c.id);
+  }
+  return cases;
+}

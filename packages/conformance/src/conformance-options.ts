@@ -1,0 +1,35 @@
+import type { SandboxClientOptions } from "@sbox/core";
+import type { SandboxProvider } from "@sbox/core/spec";
+import type { ConformanceCase, ConformanceFixtures } from "./conformance-case.js";
+
+/** Options of a conformance run, shared by the plain runner and the vitest binding. */
+export interface ConformanceOptions {
+  /**
+   * Makes a fresh provider instance. Called once for the run's client, and again for every "second
+   * client" (connecting from another process). Never pass capability flags: the provider's own
+   * declaration decides which cases run.
+   */
+  provider: () => SandboxProvider;
+  /** Hide every driver method the core can emulate, so the emulations run on this backend. */
+  primitivesOnly?: boolean | undefined;
+  /**
+   * Cases to leave out, each with the reason: `{ "ports.expose.http": "needs a public DNS name" }`.
+   * Reported as `excluded`, apart from capability skips. An id that names no case is an error.
+   */
+  exclude?: Readonly<Record<string, string>> | undefined;
+  /** Run only these cases: exact ids, or prefixes such as `"files"` or `"exec.exit-code"`. */
+  only?: readonly string[] | undefined;
+  /** Per-case time limit in milliseconds (default 60 000; big-data cases get at least 180 000). */
+  timeoutMs?: number | undefined;
+  /** Further client options (retry, hooks, `emulate: ["snapshot"]` to test opt-in emulations...). */
+  clientOptions?: Partial<Omit<SandboxClientOptions, "provider" | "primitivesOnly">> | undefined;
+  /** Test data a few cases need (volume, region, gpu, secret, template). */
+  fixtures?: ConformanceFixtures | undefined;
+  /**
+   * Where the host is reachable from inside a sandbox (egress cases), tried before the kit's own guesses:
+   * `127.0.0.1` (no network namespace), `host.docker.internal`, and the sandbox's default gateway.
+   */
+  hostAddresses?: readonly string[] | undefined;
+  /** Further cases of your own, run after the kit's. */
+  extraCases?: readonly ConformanceCase[] | undefined;
+}
