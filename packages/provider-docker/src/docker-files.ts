@@ -87,6 +87,26 @@ async function statPath(
     return decodeStat(response.headers["x-docker-container-path-stat"], path);
   } catch (error) {
     if (isCode(error, "NotFound")) throw notFound(path, error);
+    // HEAD answers carry no body: ask again with GET to learn what the 500 was about.
+    if ((error as { status?: unknown }).status === 500) return statByGet(engine, container, path, signal);
+    throw error;
+  }
+}
+
+async function statByGet(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  path: string,
+  signal: AbortSignal,
+): Promise<PathStat> {
+  try {
+    const response = (await engine.call("files.stat", signal, (_docker, bound) =>
+      container.getArchive({ path, abortSignal: bound }),
+    )) as unknown as IncomingMessage;
+    response.destroy();
+    return decodeStat(response.headers["x-docker-container-path-stat"], path);
+  } catch (error) {
+    if (isCode(error, "NotFound")) throw notFound(path, error);
     // A path through a regular file ("/etc/passwd/x") answers 500 "not a directory": it does not exist.
     if (isCode(error, "Validation") && /not a directory/i.test(String((error as Error).message)))
       throw notFound(path, error);

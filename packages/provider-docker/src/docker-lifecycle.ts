@@ -10,6 +10,7 @@ import {
   isOurs,
   LABEL_EXPIRES_AT,
   LABEL_FORK_IMAGE,
+  LABEL_MANAGED,
   LABEL_META_PREFIX,
   labelFilters,
   metadataOf,
@@ -296,6 +297,8 @@ export async function destroySandbox(
     const info = await engine.call("inspect", signal, (_docker, bound) =>
       container.inspect({ abortSignal: bound }),
     );
+    // Someone else's container under a reused name: not ours to remove.
+    if (!isOurs(info.Config.Labels, engine.options.labels)) return;
     image = info.Image;
     forkImage = info.Config.Labels?.[LABEL_FORK_IMAGE] === "true";
   } catch (error) {
@@ -311,12 +314,30 @@ export async function destroySandbox(
     // "removal already in progress" answers 409: another caller is destroying it.
     if (!isCode(error, "Conflict") && !isCode(error, "InvalidState")) throw error;
   }
-  if (forkImage && image) {
-    const docker = await engine.docker();
-    // Still used by a sibling fork: the engine refuses, and the last fork removes it.
-    await engine
-      .call("remove fork image", signal, (_d, bound) => docker.getImage(image).remove({ abortSignal: bound }))
-      .catch(() => undefined);
+  if (image) await removeImageIfOrphan(engine, image, forkImage, signal);
+}
+
+/**
+ * Removes the image a destroyed sandbox ran on when sbox made it and nobody can name it any more: a fork
+ * image, or a snapshot image whose tag was deleted while this sandbox still used it. The engine refuses
+ * while another container uses it, and the last one removes it.
+ */
+async function removeImageIfOrphan(
+  engine: DockerEngine,
+  image: string,
+  forkImage: boolean,
+  signal: AbortSignal,
+): Promise<void> {
+  const docker = await engine.docker();
+  try {
+    const info = await engine.call("inspect image", signal, () => docker.getImage(image).inspect());
+    const ours = info.Config?.Labels?.[LABEL_MANAGED] === "true";
+    if (!ours || (!forkImage && (info.RepoTags?.length ?? 0) > 0)) return;
+    await engine.call("remove image", signal, (_d, bound) =>
+      docker.getImage(image).remove({ abortSignal: bound }),
+    );
+  } catch {
+    // Still in use, or already gone: nothing to do.
   }
 }
 

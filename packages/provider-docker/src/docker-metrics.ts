@@ -65,7 +65,7 @@ export class DockerMetrics {
     if (output.exitCode !== 0) {
       throw dockerSandboxError(
         "Provider",
-        `docker metrics: reading cgroup files failed: ${output.stderr.toString("utf8").trim()}`,
+        `docker metrics: reading cgroup files failed (exit ${output.exitCode}): ${output.stderr.toString("utf8").trim()}`,
         {
           retryable: false,
         },

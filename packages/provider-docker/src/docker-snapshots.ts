@@ -128,8 +128,9 @@ export async function deleteSnapshot(
     throw error;
   }
   const docker = await engine.docker();
+  // Force only untags an image a sandbox still runs on; that sandbox's destroy removes it.
   await engine.call("delete snapshot", signal, (_d, bound) =>
-    docker.getImage(ref.id).remove({ abortSignal: bound }),
+    docker.getImage(ref.id).remove({ force: true, abortSignal: bound }),
   );
 }
 
