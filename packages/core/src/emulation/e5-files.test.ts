@@ -388,3 +388,29 @@ describe.each(USERLANDS)("E5 files over %s without stdin", (userland) => {
     expect(text(left.stdout)).toBe("");
   });
 });
+
+describe.each(USERLANDS)(
+  "E5 files over %s through the E1/E2 normalization, without stdin or exit codes",
+  (userland) => {
+    let bed: TestBed;
+    let files: EmulatedFileMethods;
+
+    beforeAll(async () => {
+      bed = await createTestBed({ userland, stdin: false, exitCodes: false, normalized: true });
+      files = emulatedFiles(bed.ctx);
+    });
+    afterAll(() => bed.cleanup());
+
+    it("keeps every wrapped command line under 64 KiB and recovers the distinctive exit codes", async () => {
+      const data = new Uint8Array(randomBytes(1024 * 1024));
+      const path = `${bed.root}/it's here/data.bin`;
+      await files.doWriteFile(bed.sandbox, path, data, call());
+      expect(sha256(await files.doReadFile(bed.sandbox, path, call()))).toBe(sha256(data));
+      expect(bed.provider.longestCommandBytes()).toBeLessThanOrEqual(MAX_COMMAND_LINE_BYTES);
+      expect((await rejection(files.doStat(bed.sandbox, `${bed.root}/missing`, call()))).code).toBe(
+        "NotFound",
+      );
+      expect((await rejection(files.doReadFile(bed.sandbox, bed.root, call()))).code).toBe("Validation");
+    });
+  },
+);

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { type ShDriverOptions, shDriver } from "../../test/sh-driver.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
 import type { EmulationContext, ShellResult } from "./emulation-context.js";
+import { createShellExec } from "./shell-exec.js";
 
 type ShProvider = ReturnType<typeof shDriver>;
 
@@ -29,9 +30,14 @@ export interface TestBed {
 const bytes = (value: Uint8Array | string): Uint8Array =>
   typeof value === "string" ? new TextEncoder().encode(value) : value;
 
-/** Builds a test bed; `stdin: false` gives a driver (and context) whose exec takes no stdin. */
-export async function createTestBed(options: ShDriverOptions): Promise<TestBed> {
-  const provider = shDriver({ exitCodes: true, ...options });
+/**
+ * Builds a test bed; `stdin: false` gives a driver (and context) whose exec takes no stdin. With
+ * `normalized`, the context's exec is the core's E1/E2 normalization (`createShellExec`) instead of the
+ * plain driver call, so the wrappers it adds count against the command-line bound too.
+ */
+export async function createTestBed(options: ShDriverOptions & { normalized?: boolean }): Promise<TestBed> {
+  const { normalized: _normalized, ...driverOptions } = options;
+  const provider = shDriver({ exitCodes: true, ...driverOptions });
   const stateDir = mkdtempSync(join(tmpdir(), "sbox-state-"));
   const run = async (sandbox: DriverSandbox, script: string, signal: AbortSignal, stdin?: Uint8Array) => {
     const result = await provider.doExec(sandbox as DriverSandbox<{ root: string }>, {
@@ -43,7 +49,9 @@ export async function createTestBed(options: ShDriverOptions): Promise<TestBed> 
   };
   const ctx: EmulationContext = {
     provider: provider.name,
-    exec: (sandbox, script, o) => run(sandbox, script, o.signal, o.stdin),
+    exec: options.normalized
+      ? createShellExec(provider)
+      : (sandbox, script, o) => run(sandbox, script, o.signal, o.stdin),
     execAcceptsStdin: options.stdin ?? true,
     stateDir,
   };
