@@ -42,24 +42,58 @@ fi
 # A daemon killed with SIGKILL leaves its pid file behind, and a new dockerd refuses to start while the
 # file names a pid; remove it only when that process is really gone.
 pid_file=/var/run/docker.pid
-if [ -f "$pid_file" ]; then
-  old_pid="$(cat "$pid_file" 2>/dev/null || true)"
-  if [ -z "$old_pid" ] || ! kill -0 "$old_pid" 2>/dev/null; then
-    as_root rm -f "$pid_file"
-  fi
-fi
+running_pid() {
+  local pid
+  pid="$(cat "$pid_file" 2>/dev/null || true)"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+}
 
-if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
-  say "a dockerd (pid $(cat "$pid_file")) runs but does not answer yet; waiting for it"
-else
+# The containerd a killed dockerd started for itself outlives it and keeps its database locked, so a new
+# dockerd times out starting its own. Without a live dockerd, that containerd is an orphan: stop it.
+stop_orphan_containerd() {
+  local cpid_file=/var/run/docker/containerd/containerd.pid cpid
+  cpid="$(cat "$cpid_file" 2>/dev/null || true)"
+  if [ -n "$cpid" ] && kill -0 "$cpid" 2>/dev/null; then
+    say "stopping the containerd (pid $cpid) left by a dead dockerd"
+    as_root kill -TERM "$cpid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.2; done
+    as_root kill -KILL "$cpid" 2>/dev/null || true
+  fi
+}
+
+launch() {
+  if [ -z "$(running_pid)" ]; then
+    as_root rm -f "$pid_file"
+    stop_orphan_containerd
+  fi
   say "starting dockerd in the background, log: $log_file"
   as_root mkdir -p "$(dirname "$log_file")"
   # setsid: the daemon must not die with this shell or receive its terminal's signals.
-  as_root setsid dockerd >>"$log_file" 2>&1 </dev/null &
+  if [ "$(id -u)" = 0 ]; then
+    setsid dockerd >>"$log_file" 2>&1 </dev/null &
+  else
+    sudo -n setsid dockerd >>"$log_file" 2>&1 </dev/null &
+  fi
+  launched=$!
+}
+
+launched=""
+
+if [ -n "$(running_pid)" ]; then
+  say "a dockerd (pid $(running_pid)) runs but does not answer yet; waiting for it"
+else
+  launch
 fi
 
 deadline=$((SECONDS + wait_s))
+attempts=1
 until engine_answers; do
+  # The daemon gave up (e.g. containerd did not come up): try again, a bounded number of times.
+  if [ -n "$launched" ] && ! kill -0 "$launched" 2>/dev/null && [ "$attempts" -lt 3 ]; then
+    attempts=$((attempts + 1))
+    say "dockerd exited before answering; attempt $attempts"
+    launch
+  fi
   if [ "$SECONDS" -ge "$deadline" ]; then
     say "dockerd did not answer within ${wait_s}s; last lines of $log_file:"
     tail -n 20 "$log_file" >&2 || true
