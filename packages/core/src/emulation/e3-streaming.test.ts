@@ -146,6 +146,29 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
       expect(text(result.stdout)).toBe(parts.join(""));
     });
 
+    test("a state directory with spaces, quotes and unicode in its path works", async () => {
+      const stateDir = `${bed.root}/state 'dir' "$(touch pwned)" ü`;
+      const result = await stream(
+        { ...bed, ctx: { ...bed.ctx, stateDir } },
+        {
+          command: { shell: "cat; echo end" },
+          stdin: new TextEncoder().encode("in\n"),
+        },
+      );
+      expect(text(result.stdout)).toBe("in\nend\n");
+      expect(readdirSync(stateDir)).toEqual([]);
+      expect(existsSync(`${bed.root}/pwned`)).toBe(false);
+    });
+
+    test("a command longer than one command line is uploaded, not passed inline", async () => {
+      const filler = "x'y".repeat(40_000);
+      const result = await stream(bed, {
+        command: { shell: `v='${filler.replace(/'/g, "'\\''")}'\necho \${#v}` },
+      });
+      expect(text(result.stdout)).toBe(`${filler.length}\n`);
+      expect(bed.provider.longestCommandBytes()).toBeLessThanOrEqual(MAX_COMMAND_LINE_BYTES);
+    });
+
     test("no stdin means end of file at once", async () => {
       const result = await stream(bed, { command: { shell: "cat; echo done" } });
       expect(text(result.stdout)).toBe("done\n");

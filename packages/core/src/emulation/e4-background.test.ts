@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { hasBusybox } from "../../test/sh-driver.js";
 import type { DriverCommand, DriverProcess } from "../spec/provider-spec.js";
@@ -212,6 +213,25 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
       });
       await process.kill("SIGKILL");
       await process.wait();
+    });
+
+    test("a state directory with spaces, quotes and unicode in its path works", async () => {
+      const hostile = emulatedBackground({
+        ...bed.ctx,
+        stateDir: `${bed.root}/state 'dir' "$(touch pwned)" ü`,
+      });
+      const output = new Output();
+      const process = await hostile.doSpawn(bed.sandbox, {
+        command: { shell: "cat; echo end" },
+        signal: testSignal(),
+        stdin: new TextEncoder().encode("in\n"),
+        ...output.callbacks,
+      });
+      expect(await process.wait()).toEqual({ exitCode: 0 });
+      expect(output.stdout).toBe("in\nend\n");
+      const listed = await hostile.doListProcesses(bed.sandbox, { signal: testSignal() });
+      expect(listed).toEqual([{ pid: process.pid, command: "cat; echo end", running: false, exitCode: 0 }]);
+      expect(existsSync(`${bed.root}/pwned`)).toBe(false);
     });
 
     test("the longest command line stays within 64 KiB", () => {

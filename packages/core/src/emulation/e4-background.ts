@@ -29,6 +29,12 @@ export type EmulatedBackground = Required<
 >;
 
 const STDIN_CLOSED = "sbox-stdin-closed";
+/**
+ * Bytes per stdin write exec. A write blocks while the process does not read (a pipe's back-pressure), so
+ * each piece gets a generous deadline of its own instead of one for the whole write.
+ */
+const STDIN_WRITE_BYTES = 1024 * 1024;
+const stdinWriteSignal = (): AbortSignal => AbortSignal.timeout(300_000);
 const NOT_FOUND = "sbox-no-such-process";
 
 /**
@@ -45,7 +51,8 @@ const NOT_FOUND = "sbox-no-such-process";
  * - `doKillProcess(pid, signal)`: signals the whole group (`kill -SIG -<pid>`); unknown pid: `NotFound`.
  * - stdin is a FIFO: `writeStdin` writes through the exec's stdin when available, else base64 pieces
  *   under 64 KiB per command line; `closeStdin` delivers end-of-file. Writing after close: `InvalidState`.
- *   Stdin given at spawn (bytes or a stream) is written, then closed.
+ *   Stdin given at spawn (bytes or a stream) is written in the background, then closed; when the stream
+ *   fails, `wait()` rejects with that error (a process that exits before reading everything is no failure).
  * - The signal name in `wait()`'s result is reported when the exit status is 128+n for a signal n that was
  *   sent through this emulation (a shell cannot tell death by signal n from `exit 128+n` otherwise).
  * - Records are kept after the process ends (for list and replay) until the sandbox goes away.
@@ -102,12 +109,12 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
     if (result.exitCode !== 0) throw failed(`killing process ${pid}`, result);
   };
 
-  const writeStdin = async (sandbox: DriverSandbox, pid: number, data: Uint8Array, signal: AbortSignal) => {
+  const writeStdin = async (sandbox: DriverSandbox, pid: number, data: UploadSource) => {
     const fifo = shellQuote(`${dirOf(pid)}/${RUN_FILES.fifo}`);
-    for await (const piece of pieces(data, chunkBytesFor(ctx))) {
+    for await (const piece of pieces(data, Math.min(STDIN_WRITE_BYTES, chunkBytesFor(ctx)))) {
       const { script, stdin } = appendCommand(ctx, fifo, piece);
       const guarded = `[ -p ${fifo} ] || { echo ${STDIN_CLOSED}; exit 0; }\n${script}`;
-      const result = await exec(sandbox, guarded, signal, String(pid), stdin);
+      const result = await exec(sandbox, guarded, stdinWriteSignal(), String(pid), stdin);
       if (result.text.includes(STDIN_CLOSED)) {
         throw new SandboxError("InvalidState", `the stdin of process ${pid} is closed`, {
           provider: ctx.provider,
@@ -141,7 +148,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
     pid: number,
     callbacks: DriverOutputCallbacks & { signal: AbortSignal },
     killOnAbort: boolean,
-  ): DriverProcess & { stdinDone(source: UploadSource): void } => {
+  ): DriverProcess & { feedStdin(source: UploadSource): void } => {
     const what = `background process ${pid}`;
     let stdinFailure: SandboxError | undefined;
     let stdinChain: Promise<void> = Promise.resolve();
@@ -173,15 +180,19 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
         return exit;
       },
       kill: (signal) => kill(sandbox, pid, signal, housekeepingSignal()),
-      writeStdin: (data) => serial(() => writeStdin(sandbox, pid, data, housekeepingSignal())),
+      writeStdin: (data) => serial(() => writeStdin(sandbox, pid, data)),
       closeStdin: () => serial(() => closeStdin(sandbox, pid, housekeepingSignal())),
-      stdinDone(source) {
+      feedStdin(source) {
         const pump = serial(async () => {
-          for await (const piece of pieces(source, chunkBytesFor(ctx))) {
-            await writeStdin(sandbox, pid, piece, housekeepingSignal());
+          try {
+            await writeStdin(sandbox, pid, source);
+          } finally {
+            await closeStdin(sandbox, pid, housekeepingSignal()).catch(() => undefined);
           }
-        }).then(() => serial(() => closeStdin(sandbox, pid, housekeepingSignal())));
+        });
         pump.catch((error: unknown) => {
+          // A process that exits or closes its stdin before reading everything has not failed.
+          if (SandboxError.isInstance(error) && error.code === "InvalidState") return;
           stdinFailure = toSandboxError(error, {
             provider: ctx.provider,
             operation: `stdin of process ${pid}`,
@@ -208,8 +219,8 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
         throw toSandboxError(error, { provider: ctx.provider, operation: "spawn" });
       }
       const process = handle(sandbox, run.pid, request, true);
-      if (request.stdin !== undefined) process.stdinDone(request.stdin);
-      const { stdinDone: _, ...driverProcess } = process;
+      if (request.stdin !== undefined) process.feedStdin(request.stdin);
+      const { feedStdin: _, ...driverProcess } = process;
       return driverProcess;
     },
 
@@ -218,7 +229,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
       const dir = shellQuote(dirOf(pid));
       const result = await exec(sandbox, `[ -d ${dir} ] || echo ${NOT_FOUND}`, request.signal, String(pid));
       if (result.exitCode !== 0) throw failed(`connecting to process ${pid}`, result);
-      const { stdinDone: _, ...driverProcess } = handle(sandbox, pid, request, false);
+      const { feedStdin: _, ...driverProcess } = handle(sandbox, pid, request, false);
       return driverProcess;
     },
 
