@@ -35,9 +35,10 @@ describe("sbox run", () => {
   it("--keep keeps the sandbox and names it on stderr", async () => {
     const result = await home.run(["run", "--keep", "-l", "kept=yes", "--", "true"]);
     expect(result.code).toBe(0);
-    const id = result.stderr.trim();
+    const id = /^sandbox (\S+)$/m.exec(result.stderr)?.[1];
+    expect(id).toMatch(/^local:/);
     expect(idsOf(await home.run(["ls", "--json"]))).toEqual([id]);
-    expect((await home.run(["rm", id])).code).toBe(0);
+    expect((await home.run(["rm", id!])).code).toBe(0);
   });
 
   it("a command that does not exist is an error, not exit 0", async () => {
@@ -48,29 +49,28 @@ describe("sbox run", () => {
 
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     it(`${signal} during run -- sleep destroys the sandbox and kills the command (no leak)`, async () => {
-      // A unique duration identifies this test's sleep among the machine's processes.
+      // A unique duration identifies this test's sleep among the machine's processes; the CLI's own
+      // command line holds it too, so only a process that *is* sleep counts.
       const marker = `30.${randomInt(100000, 999999)}`;
+      const isOurSleep = (line: string): boolean =>
+        new RegExp(`^\\s*(\\S*/)?sleep ${marker.replace(".", "\\.")}\\s*$`).test(line);
       const child = home.start(["run", "--", "sleep", marker]);
       let stderr = "";
       child.stderr!.on("data", (chunk: Buffer) => {
         stderr += chunk.toString();
       });
       const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-      await waitUntil(
-        () => processCommandLines().some((line) => line.includes(`sleep ${marker}`)),
-        20_000,
-        "the sleep to start",
-      );
-      expect(idsOf(await home.run(["ls", "--json"]))).toHaveLength(1);
-      child.kill(signal);
-      const code = await exited;
-      expect(code, stderr).toBe(signal === "SIGINT" ? 130 : 143);
-      expect(idsOf(await home.run(["ls", "--json"]))).toEqual([]);
-      await waitUntil(
-        () => !processCommandLines().some((line) => line.includes(`sleep ${marker}`)),
-        5_000,
-        "the sleep to be gone",
-      );
+      try {
+        await waitUntil(() => processCommandLines().some(isOurSleep), 20_000, "the sleep to start");
+        expect(idsOf(await home.run(["ls", "--json"]))).toHaveLength(1);
+        child.kill(signal);
+        const code = await exited;
+        expect(code, stderr).toBe(signal === "SIGINT" ? 130 : 143);
+        expect(idsOf(await home.run(["ls", "--json"]))).toEqual([]);
+        await waitUntil(() => !processCommandLines().some(isOurSleep), 5_000, "the sleep to be gone");
+      } finally {
+        child.kill("SIGKILL");
+      }
     });
   }
 });

@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeSboxHome, SBOX_BIN, waitUntil } from "./sbox-harness.js";
 
@@ -52,7 +53,7 @@ describe.skipIf(!hasTmux)("sbox shell under a real terminal (tmux)", () => {
     await waitUntil(
       () => {
         try {
-          return execFileSync("cat", [status], { encoding: "utf8" }).trim() === "3";
+          return readFileSync(status, "utf8").trim() === "3";
         } catch {
           return false;
         }

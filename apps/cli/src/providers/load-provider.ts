@@ -143,27 +143,36 @@ export async function discoverProviders(cwd: string): Promise<DiscoveredProvider
 }
 
 /**
- * The capability declaration of a provider package: an exported `<name>Capabilities` map when there is
- * one (no factory call needed), else the `capabilities` of a provider built with default options.
+ * The capability declaration of a provider package: the `capabilities` of a provider built with default
+ * options (which reflects this machine, e.g. local without bwrap), else an exported `<name>Capabilities`
+ * map (for providers whose factory needs credentials).
  */
 function readDeclaration(
   module: Record<string, unknown>,
   target: { name: string; factoryExport: string },
   pkg: ProviderPackage | undefined,
 ): { capabilities?: CapabilityMap; flags?: CapabilityFlags; problem?: string } {
+  let problem = pkg ? undefined : "the package exports no provider factory";
+  if (pkg) {
+    try {
+      const provider = pkg.factory();
+      // Only the declaration is read; release whatever the factory opened.
+      provider.doDispose?.().catch(() => {});
+      if (isCapabilityMap(provider.capabilities))
+        return { capabilities: provider.capabilities, flags: provider.flags };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      problem = `could not build the provider with default options: ${message.split("\n")[0]}`;
+    }
+  }
   const exported = module[`${target.factoryExport}Capabilities`];
   const exportedFlags = module[`${target.factoryExport}Flags`];
-  if (isCapabilityMap(exported) && isFlags(exportedFlags))
-    return { capabilities: exported, flags: exportedFlags };
-  if (!pkg) return { problem: "the package exports no provider factory" };
-  try {
-    const provider = pkg.factory();
-    return { capabilities: provider.capabilities, flags: provider.flags };
-  } catch (error) {
-    if (isCapabilityMap(exported)) return { capabilities: exported };
-    const message = error instanceof Error ? error.message : String(error);
-    return { problem: `could not build the provider with default options: ${message.split("\n")[0]}` };
+  if (isCapabilityMap(exported)) {
+    return isFlags(exportedFlags)
+      ? { capabilities: exported, flags: exportedFlags }
+      : { capabilities: exported };
   }
+  return { problem: problem ?? "no capability declaration found" };
 }
 
 function isCapabilityMap(value: unknown): value is CapabilityMap {
