@@ -28,8 +28,10 @@ export function renderMainHelp(commands: readonly CommandDefinition[], version: 
     ...commands.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
     "",
     c.bold("Global options:"),
-    ...optionLines(GLOBAL_OPTIONS),
-    "  -V, --version                       print the version",
+    ...optionLines({
+      ...GLOBAL_OPTIONS,
+      version: { type: "boolean", short: "V", description: "print the version" },
+    }),
     "",
     c.bold("Providers:"),
     `  ${KNOWN_PROVIDERS.map((provider) => `${provider.name} (${provider.packageName})`).join(", ")};`,

@@ -15,9 +15,13 @@ export function formatBytes(bytes: number): string {
 export function formatDuration(ms: number): string {
   const abs = Math.abs(ms);
   if (abs < 1000) return `${Math.round(abs)}ms`;
-  if (abs < 60_000) return `${Math.round(abs / 1000)}s`;
-  if (abs < 3_600_000) return `${Math.round(abs / 60_000)}m`;
-  if (abs < 86_400_000) return `${Math.round(abs / 3_600_000)}h`;
+  // Round first, then pick the unit, so 59.9 minutes reads "1h", not "60m".
+  const seconds = Math.round(abs / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.round(abs / 60_000);
+  if (minutes < 60) return `${minutes}m`;
+  const hours = Math.round(abs / 3_600_000);
+  if (hours < 24) return `${hours}h`;
   return `${Math.round(abs / 86_400_000)}d`;
 }
 

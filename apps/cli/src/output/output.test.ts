@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { colourEnabled, createColours, stripAnsi } from "./colour.js";
-import { formatBytes } from "./format.js";
+import { formatBytes, formatDuration } from "./format.js";
 import { toJson } from "./json-output.js";
 import { renderProgressLine } from "./progress-bar.js";
 import { startSpinner } from "./spinner.js";
@@ -72,5 +72,15 @@ describe("progress and spinner", () => {
     slow.stop();
     expect(written.join("")).toContain("slow");
     expect(written.at(-1)).toBe("\r\x1b[2K");
+  });
+});
+
+describe("formatDuration", () => {
+  it("rounds before choosing the unit", () => {
+    expect(formatDuration(999)).toBe("999ms");
+    expect(formatDuration(59_600)).toBe("1m");
+    expect(formatDuration(3_599_000)).toBe("1h");
+    expect(formatDuration(-90_000)).toBe("2m");
+    expect(formatDuration(23.6 * 3_600_000)).toBe("1d");
   });
 });
