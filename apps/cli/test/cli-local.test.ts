@@ -205,6 +205,43 @@ describe("sbox against provider-local (the real binary)", () => {
     expect(logs.stderr).toBe("err-line\n");
   });
 
+  it("logs without --follow prints the kept output of a running process and returns", async () => {
+    const started = await home.run([
+      "exec",
+      "-d",
+      id,
+      "--",
+      "sh",
+      "-c",
+      "echo early; echo early-err >&2; sleep 30",
+    ]);
+    const pid = started.stdout.trim();
+    expect(pid).toMatch(/^\d+$/);
+    let logs = await home.run(["logs", id, pid]);
+    for (let attempt = 0; attempt < 20 && logs.stdout === ""; attempt += 1)
+      logs = await home.run(["logs", id, pid]);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toBe("early\n");
+    expect(logs.stderr).toBe("early-err\n");
+    const json = await home.run(["logs", "--json", id, pid]);
+    const events = json.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { stream: string; data: string });
+    expect(events).toEqual(
+      expect.arrayContaining([
+        { stream: "stdout", data: "early\n" },
+        { stream: "stderr", data: "early-err\n" },
+      ]),
+    );
+  });
+
+  it("logs of a process that does not exist is NotFound", async () => {
+    const result = await home.run(["logs", id, "999999"]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/^error\[NotFound\]: /);
+  });
+
   it("port prints a URL that reaches a server in the sandbox", async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
     const server = `require("http").createServer((q, s) => s.end("pong")).listen(${port}, "127.0.0.1")`;
@@ -239,6 +276,23 @@ describe("sbox against provider-local (the real binary)", () => {
     expect(idsOf(await home.run(["ls", "--json"]))).not.toContain(id);
     const gone = await home.run(["exec", id, "--", "true"]);
     expect(gone.code).toBe(3);
+  });
+
+  it("reap stops an expired sandbox; ttl gives it time again so it resumes", async () => {
+    const short = (await home.run(["create", "--ttl", "1s", "-l", "reap=me"])).stdout.trim();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const reaped = await home.run(["reap", "--json"]);
+    expect(reaped.code).toBe(0);
+    const infos = JSON.parse(reaped.stdout) as { id: string; state: string }[];
+    expect(infos.map((info) => info.id)).toContain(short);
+    expect(JSON.parse((await home.run(["info", "--json", short])).stdout).state).toBe("stopped");
+    expect((await home.run(["exec", short, "--", "true"])).code).not.toBe(0);
+    const extended = await home.run(["ttl", "--json", short, "1h"]);
+    expect(extended.code).toBe(0);
+    expect(Date.parse(JSON.parse(extended.stdout).expiresAt) - Date.now()).toBeGreaterThan(50 * 60_000);
+    expect((await home.run(["resume", short])).code).toBe(0);
+    expect((await home.run(["exec", short, "--", "echo", "back"])).stdout).toBe("back\n");
+    expect((await home.run(["rm", short])).code).toBe(0);
   });
 
   it("rm --all --label --yes removes only the labelled sandboxes", async () => {

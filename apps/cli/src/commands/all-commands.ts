@@ -15,6 +15,7 @@ import { rmCommand } from "./rm.js";
 import { runCommand } from "./run.js";
 import { shellCommand } from "./shell.js";
 import { stopCommand } from "./stop.js";
+import { ttlCommand } from "./ttl.js";
 
 /** Every command, in the order `sbox --help` lists them. */
 export const ALL_COMMANDS: readonly CommandDefinition[] = [
@@ -29,6 +30,7 @@ export const ALL_COMMANDS: readonly CommandDefinition[] = [
   stopCommand,
   resumeCommand,
   pauseCommand,
+  ttlCommand,
   rmCommand,
   reapCommand,
   portCommand,
