@@ -75,6 +75,7 @@ describe("sbox --help and --version", () => {
       "stop",
       "resume",
       "pause",
+      "ttl",
       "rm",
       "reap",
       "caps",
