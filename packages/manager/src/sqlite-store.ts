@@ -1,0 +1,322 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { SandboxError, toSandboxError } from "@sbox/core/spec";
+import type BetterSqlite3 from "better-sqlite3";
+import { decodeRecordError, encodeRecordError, parseJsonColumn } from "./record-codec.js";
+import { assertWritable, type NormalizedFilter, normalizeFilter } from "./record-filter.js";
+import type { HistoryEntry, RecordFilter, SandboxRecord, SandboxStatus } from "./sandbox-record.js";
+import type { SandboxStore } from "./sandbox-store.js";
+import { defaultSqlitePath } from "./sbox-home.js";
+import { SQLITE_MIGRATIONS } from "./sqlite-schema.js";
+
+/** Options of {@link sqliteStore}. */
+export interface SqliteStoreOptions {
+  /** Database file; `":memory:"` for a private in-memory database. Default `$SBOX_HOME/manager.db`. */
+  path?: string | undefined;
+  /** How long a writer waits for another process's write lock before failing (default 10 000 ms). */
+  busyTimeoutMs?: number | undefined;
+}
+
+interface SandboxRow {
+  id: string;
+  version: number;
+  status: string;
+  provider: string;
+  sandbox_id: string | null;
+  owner_id: string | null;
+  labels: string;
+  metadata: string;
+  spec: string;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  error: string | null;
+  runtime: string;
+  created_at: number;
+  updated_at: number;
+  expires_at: number | null;
+}
+
+interface HistoryRow {
+  record_id: string;
+  version: number;
+  kind: string;
+  from_status: string | null;
+  to_status: string;
+  actor: string;
+  at: number;
+  detail: string | null;
+}
+
+const COLUMNS =
+  "id, version, status, provider, sandbox_id, owner_id, labels, metadata, spec, lease_owner, lease_expires_at, error, runtime, created_at, updated_at, expires_at";
+
+function toRow(record: SandboxRecord): SandboxRow {
+  return {
+    id: record.id,
+    version: record.version,
+    status: record.status,
+    provider: record.provider,
+    sandbox_id: record.sandboxId,
+    owner_id: record.ownerId,
+    labels: JSON.stringify(record.labels),
+    metadata: JSON.stringify(record.metadata),
+    spec: JSON.stringify(record.spec),
+    lease_owner: record.lease?.owner ?? null,
+    lease_expires_at: record.lease?.expiresAt.getTime() ?? null,
+    error: record.error ? JSON.stringify(encodeRecordError(record.error)) : null,
+    runtime: JSON.stringify(record.runtime),
+    created_at: record.createdAt.getTime(),
+    updated_at: record.updatedAt.getTime(),
+    expires_at: record.expiresAt?.getTime() ?? null,
+  };
+}
+
+function fromRow(row: SandboxRow): SandboxRecord {
+  const id = row.id;
+  return {
+    id,
+    version: row.version,
+    status: row.status as SandboxStatus,
+    provider: row.provider,
+    sandboxId: row.sandbox_id,
+    ownerId: row.owner_id,
+    labels: parseJsonColumn(row.labels, "labels", id),
+    metadata: parseJsonColumn(row.metadata, "metadata", id),
+    spec: parseJsonColumn(row.spec, "spec", id),
+    lease:
+      row.lease_owner !== null && row.lease_expires_at !== null
+        ? { owner: row.lease_owner, expiresAt: new Date(row.lease_expires_at) }
+        : null,
+    error: row.error === null ? null : decodeRecordError(parseJsonColumn(row.error, "error", id)),
+    runtime: parseJsonColumn(row.runtime, "runtime", id),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
+  };
+}
+
+function historyParams(entry: HistoryEntry): HistoryRow {
+  return {
+    record_id: entry.recordId,
+    version: entry.version,
+    kind: entry.kind,
+    from_status: entry.fromStatus,
+    to_status: entry.toStatus,
+    actor: entry.actor,
+    at: entry.at.getTime(),
+    detail: entry.detail,
+  };
+}
+
+function whereOf(filter: NormalizedFilter): { sql: string; params: unknown[] } {
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  if (filter.ids) {
+    if (filter.ids.length === 0) clauses.push("0");
+    else {
+      clauses.push(`id IN (${filter.ids.map(() => "?").join(", ")})`);
+      params.push(...filter.ids);
+    }
+  }
+  if (filter.ownerId !== undefined) {
+    clauses.push("owner_id = ?");
+    params.push(filter.ownerId);
+  }
+  for (const [key, value] of filter.labels) {
+    // json_each avoids building a JSON path from the key, so any key is matched literally.
+    clauses.push(
+      "EXISTS (SELECT 1 FROM json_each(sbox_sandboxes.labels) AS l WHERE l.key = ? AND l.type = 'text' AND l.value = ?)",
+    );
+    params.push(key, value);
+  }
+  if (filter.statuses) {
+    if (filter.statuses.length === 0) clauses.push("0");
+    else {
+      clauses.push(`status IN (${filter.statuses.map(() => "?").join(", ")})`);
+      params.push(...filter.statuses);
+    }
+  }
+  if (filter.provider !== undefined) {
+    clauses.push("provider = ?");
+    params.push(filter.provider);
+  }
+  if (filter.sandboxId !== undefined) {
+    clauses.push("sandbox_id = ?");
+    params.push(filter.sandboxId);
+  }
+  if (filter.expiresBefore !== undefined) {
+    clauses.push("expires_at IS NOT NULL AND expires_at <= ?");
+    params.push(filter.expiresBefore.getTime());
+  }
+  return { sql: clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : "", params };
+}
+
+/**
+ * The embedded default store: one SQLite file (WAL mode) shared safely by every process on this machine.
+ * `better-sqlite3` is loaded on first use, so importing the manager costs nothing until then.
+ * The schema is in `sqlite-schema.ts` and the package README.
+ */
+export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
+  const path = options.path ?? defaultSqlitePath();
+  const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+  let opening: Promise<BetterSqlite3.Database> | undefined;
+  let closed = false;
+
+  const open = async (): Promise<BetterSqlite3.Database> => {
+    if (closed) throw new SandboxError("InvalidState", "sqlite store is closed", { retryable: false });
+    opening ??= (async () => {
+      let Database: typeof BetterSqlite3;
+      try {
+        Database = (await import("better-sqlite3")).default;
+      } catch (cause) {
+        throw new SandboxError("Provider", "sqlite store: the better-sqlite3 module could not be loaded", {
+          cause,
+          retryable: false,
+        });
+      }
+      try {
+        if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+        const db = new Database(path, { timeout: busyTimeoutMs });
+        db.pragma("journal_mode = WAL");
+        db.pragma("synchronous = NORMAL");
+        migrate(db);
+        return db;
+      } catch (cause) {
+        throw toSandboxError(cause, { operation: `sqlite store ${path}` });
+      }
+    })();
+    try {
+      return await opening;
+    } catch (error) {
+      opening = undefined;
+      throw error;
+    }
+  };
+
+  const run = async <T>(operation: string, fn: (db: BetterSqlite3.Database) => T): Promise<T> => {
+    const db = await open();
+    try {
+      return fn(db);
+    } catch (cause) {
+      throw toSandboxError(cause, { operation: `sqlite store ${operation}` });
+    }
+  };
+
+  const insertHistory = (db: BetterSqlite3.Database, entry: HistoryEntry): void => {
+    db.prepare(
+      "INSERT INTO sbox_sandbox_history (record_id, version, kind, from_status, to_status, actor, at, detail) VALUES (@record_id, @version, @kind, @from_status, @to_status, @actor, @at, @detail)",
+    ).run(historyParams(entry));
+  };
+
+  return {
+    kind: "sqlite",
+    async init() {
+      await open();
+    },
+    async insert(record, entry) {
+      assertWritable(undefined, record, entry.version);
+      const inserted = await run("insert", (db) =>
+        db
+          .transaction(() => {
+            const result = db
+              .prepare(
+                `INSERT INTO sbox_sandboxes (${COLUMNS}) VALUES (@id, @version, @status, @provider, @sandbox_id, @owner_id, @labels, @metadata, @spec, @lease_owner, @lease_expires_at, @error, @runtime, @created_at, @updated_at, @expires_at) ON CONFLICT (id) DO NOTHING`,
+              )
+              .run(toRow(record));
+            if (result.changes !== 1) return false;
+            insertHistory(db, entry);
+            return true;
+          })
+          .immediate(),
+      );
+      if (!inserted)
+        throw new SandboxError("Conflict", `record ${record.id} already exists`, { retryable: false });
+    },
+    async get(id) {
+      return run("get", (db) => {
+        const row = db.prepare(`SELECT ${COLUMNS} FROM sbox_sandboxes WHERE id = ?`).get(id) as
+          | SandboxRow
+          | undefined;
+        return row ? fromRow(row) : undefined;
+      });
+    },
+    async list(filter?: RecordFilter) {
+      const normalized = normalizeFilter(filter);
+      return run("list", (db) => {
+        const where = whereOf(normalized);
+        const limit = normalized.limit === undefined ? "" : ` LIMIT ${normalized.limit}`;
+        const rows = db
+          .prepare(`SELECT ${COLUMNS} FROM sbox_sandboxes ${where.sql} ORDER BY created_at, id${limit}`)
+          .all(...where.params) as SandboxRow[];
+        return rows.map(fromRow);
+      });
+    },
+    async update(expectedVersion, next, entry) {
+      assertWritable(expectedVersion, next, entry.version);
+      return run("update", (db) =>
+        db
+          .transaction(() => {
+            const result = db
+              .prepare(
+                "UPDATE sbox_sandboxes SET version = @version, status = @status, provider = @provider, sandbox_id = @sandbox_id, owner_id = @owner_id, labels = @labels, metadata = @metadata, spec = @spec, lease_owner = @lease_owner, lease_expires_at = @lease_expires_at, error = @error, runtime = @runtime, created_at = @created_at, updated_at = @updated_at, expires_at = @expires_at WHERE id = @id AND version = @expected",
+              )
+              .run({ ...toRow(next), expected: expectedVersion });
+            if (result.changes !== 1) return false;
+            insertHistory(db, entry);
+            return true;
+          })
+          .immediate(),
+      );
+    },
+    async history(id) {
+      return run("history", (db) => {
+        const rows = db
+          .prepare(
+            "SELECT record_id, version, kind, from_status, to_status, actor, at, detail FROM sbox_sandbox_history WHERE record_id = ? ORDER BY version",
+          )
+          .all(id) as HistoryRow[];
+        return rows.map(
+          (row): HistoryEntry => ({
+            recordId: row.record_id,
+            version: row.version,
+            kind: row.kind as HistoryEntry["kind"],
+            fromStatus: row.from_status as SandboxStatus | null,
+            toStatus: row.to_status as SandboxStatus,
+            actor: row.actor,
+            at: new Date(row.at),
+            detail: row.detail,
+          }),
+        );
+      });
+    },
+    async close() {
+      closed = true;
+      const db = opening ? await opening.catch(() => undefined) : undefined;
+      opening = undefined;
+      db?.close();
+    },
+  };
+}
+
+/** Applies pending migrations in one IMMEDIATE transaction, so processes opening the file together serialize. */
+function migrate(db: BetterSqlite3.Database): void {
+  db.transaction(() => {
+    db.exec(
+      "CREATE TABLE IF NOT EXISTS sbox_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+    );
+    const applied = new Set(
+      (db.prepare("SELECT version FROM sbox_migrations").all() as { version: number }[]).map(
+        (r) => r.version,
+      ),
+    );
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      db.exec(migration.sql);
+      db.prepare("INSERT INTO sbox_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        migration.version,
+        migration.name,
+        Date.now(),
+      );
+    }
+  }).immediate();
+}
