@@ -3,7 +3,7 @@ import type { ProviderDriver } from "../spec/provider-spec.js";
 import { abortReasonOf } from "./e7-timeout.js";
 import type { EmulationContext } from "./emulation-context.js";
 import { detachedScript, killAndRemove, newRunId, RUN_FILES, startDetached } from "./output-detached.js";
-import { followOutput } from "./output-poller.js";
+import { followOutput, pollScript } from "./output-poller.js";
 import { uploadToFile } from "./shell-exec-upload.js";
 
 const WHAT = "the command";
@@ -20,6 +20,7 @@ const WHAT = "the command";
  * - When `request.signal` aborts, the command's whole process group gets SIGTERM, then SIGKILL after a
  *   short grace, and the call rejects with the signal's reason when that is a `SandboxError` (the
  *   `Timeout` of E7), else with `Aborted`. Killing uses its own signal, never the aborted one.
+ * - The start exec waits a few milliseconds and polls once, so a short command costs a single exec.
  * - The run directory is removed when the command ended and its output was delivered, or after a kill.
  */
 export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderDriver["doExecStream"]> {
@@ -35,17 +36,18 @@ export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderD
           what: "the stdin of the command",
         });
       }
-      pid = (
-        await startDetached(ctx, sandbox, {
-          dir,
-          script,
-          stdin: request.stdin === undefined ? "none" : "file",
-        })
-      ).pid;
+      const run = await startDetached(ctx, sandbox, {
+        dir,
+        script,
+        stdin: request.stdin === undefined ? "none" : "file",
+        after: pollScript(dir, { out: 0, err: 0 }, true),
+      });
+      pid = run.pid;
       return await followOutput(ctx, sandbox, dir, {
         signal: request.signal,
         removeWhenDone: true,
         what: WHAT,
+        initial: run.afterResult,
         onStdout: (chunk) => request.onStdout(chunk),
         onStderr: (chunk) => request.onStderr(chunk),
       });

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverExecRequest, DriverSandbox } from "../spec/provider-spec.js";
 import { applyEnvCwd } from "./e1-env-cwd.js";
-import { type EmulationContext, MAX_COMMAND_LINE_BYTES } from "./emulation-context.js";
+import { type EmulationContext, MAX_COMMAND_LINE_BYTES, type ShellResult } from "./emulation-context.js";
 import { uploadToFile } from "./shell-exec-upload.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -71,6 +71,8 @@ export interface DetachedRun {
   readonly dir: string;
   /** Its pid, which is also its process group id. */
   readonly pid: number;
+  /** What `request.after` printed (stdout after the pid line), with the exec's exit code and stderr. */
+  readonly afterResult?: ShellResult | undefined;
 }
 
 /** What to start. */
@@ -84,6 +86,11 @@ export interface DetachedRequest {
   readonly stdin: DetachedStdin;
   /** When set, `<linkDir>/<pid>` becomes a symlink to the run directory (E4's pid index). */
   readonly linkDir?: string | undefined;
+  /**
+   * A script to run in the same exec once the command runs, after giving it a few milliseconds to end:
+   * E3 puts its first poll here, so a short command costs a single exec.
+   */
+  readonly after?: string | undefined;
 }
 
 /**
@@ -137,8 +144,15 @@ export async function startDetached(
     "  if [ $i -lt 100 ]; then sleep 0.002 2>/dev/null || sleep 1; else sleep 0.05 2>/dev/null || sleep 1; fi",
     "done",
     `cat ${dir}/started`,
-  ].join("\n");
-  let script = `mkdir -p ${dir} || exit 125\n${writes}\n${launch}`;
+  ];
+  if (request.after !== undefined) {
+    launch.push(
+      "i=0",
+      `while [ ! -f ${dir}/${RUN_FILES.exit} ] && [ $i -lt 10 ]; do sleep 0.005 2>/dev/null || break; i=$((i+1)); done`,
+      request.after,
+    );
+  }
+  let script = `mkdir -p ${dir} || exit 125\n${writes}\n${launch.join("\n")}`;
   // Quoted once more by E2's wrapper: the bound must hold for the text as the provider receives it.
   if (Buffer.byteLength(shellQuote(script)) + 256 > MAX_COMMAND_LINE_BYTES) {
     for (const [name, text] of files) {
@@ -147,18 +161,23 @@ export async function startDetached(
         what: `the ${name} of a detached command`,
       });
     }
-    script = `mkdir -p ${dir} || exit 125\n${launch}`;
+    script = `mkdir -p ${dir} || exit 125\n${launch.join("\n")}`;
   }
   const result = await ctx.exec(sandbox, script, { signal: housekeepingSignal() });
-  const text = new TextDecoder().decode(result.stdout).trim();
-  if (result.exitCode !== 0 || !/^[0-9]+$/.test(text)) {
+  const newline = result.stdout.indexOf(0x0a);
+  const text = new TextDecoder()
+    .decode(newline === -1 ? result.stdout : result.stdout.subarray(0, newline))
+    .trim();
+  if ((request.after === undefined && result.exitCode !== 0) || !/^[0-9]+$/.test(text)) {
     throw new SandboxError(
       "Provider",
       `could not start the command detached (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`,
       { provider: ctx.provider },
     );
   }
-  return { dir: request.dir, pid: Number(text) };
+  const run = { dir: request.dir, pid: Number(text) };
+  if (request.after === undefined) return run;
+  return { ...run, afterResult: { ...result, stdout: result.stdout.subarray(newline + 1) } };
 }
 
 /**

@@ -2,7 +2,7 @@ import { SandboxError } from "../errors/sandbox-error.js";
 import { exitCodeForSignal } from "../sandbox/signal-names.js";
 import type { DriverExit, DriverSandbox } from "../spec/provider-spec.js";
 import { abortReasonOf } from "./e7-timeout.js";
-import type { EmulationContext } from "./emulation-context.js";
+import type { EmulationContext, ShellResult } from "./emulation-context.js";
 import { RUN_FILES } from "./output-detached.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -48,6 +48,8 @@ export interface FollowOptions {
   readonly from?: OutputOffsets | undefined;
   /** What the command is, for error messages. */
   readonly what: string;
+  /** What a {@link pollScript} from the `from` offsets printed when it ran along with the start. */
+  readonly initial?: ShellResult | undefined;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface FollowOptions {
  * right after writing it is never mistaken for one that died without writing it. Output is base64 so a
  * text-only exec primitive carries any bytes.
  */
-function pollScript(dir: string, from: OutputOffsets, removeWhenDone: boolean): string {
+export function pollScript(dir: string, from: OutputOffsets, removeWhenDone: boolean): string {
   const d = shellQuote(dir);
   const stream = (file: string, offset: number): string =>
     `tail -c +${offset + 1} ${d}/${file} | head -c ${POLL_MAX_BYTES} | base64 | tr -d '\\n'; echo`;
@@ -92,6 +94,16 @@ export async function pollOutput(
   const result = await ctx.exec(sandbox, pollScript(dir, from, options.removeWhenDone), {
     signal: options.signal,
   });
+  return parsePoll(ctx, result, from, options.what);
+}
+
+/** Parses what one run of {@link pollScript} printed. */
+export function parsePoll(
+  ctx: EmulationContext,
+  result: ShellResult,
+  from: OutputOffsets,
+  what: string,
+): PollResult {
   const lines = new TextDecoder().decode(result.stdout).split("\n");
   const empty = new Uint8Array(0);
   if (result.exitCode === 0 && lines[0] === "gone") {
@@ -101,7 +113,7 @@ export async function pollOutput(
   if (result.exitCode !== 0 || header.length !== 6 || lines.length < 3) {
     throw new SandboxError(
       "Provider",
-      `reading the output of ${options.what} failed (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`,
+      `reading the output of ${what} failed (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`,
       { provider: ctx.provider },
     );
   }
@@ -119,12 +131,12 @@ export async function pollOutput(
   if (status === "-" && alive === "0") {
     throw new SandboxError(
       "Provider",
-      `${options.what} lost its supervisor process inside the sandbox; its exit status is unknown`,
+      `${what} lost its supervisor process inside the sandbox; its exit status is unknown`,
       { provider: ctx.provider },
     );
   }
   if (finished === "1" && !/^[0-9]+$/.test(status)) {
-    throw new SandboxError("Provider", `${options.what} recorded an unreadable exit status`, {
+    throw new SandboxError("Provider", `${what} recorded an unreadable exit status`, {
       provider: ctx.provider,
     });
   }
@@ -162,9 +174,13 @@ export async function followOutput(
 ): Promise<DriverExit & { exitCode: number }> {
   const offsets: OutputOffsets = { out: options.from?.out ?? 0, err: options.from?.err ?? 0 };
   let wait = POLL_MIN_DELAY_MS;
+  let initial = options.initial;
   for (;;) {
     if (options.signal.aborted) throw abortReasonOf(options.signal.reason, options.what);
-    const poll = await pollOutput(ctx, sandbox, dir, offsets, options);
+    const poll = initial
+      ? parsePoll(ctx, initial, offsets, options.what)
+      : await pollOutput(ctx, sandbox, dir, offsets, options);
+    initial = undefined;
     if (poll.gone) {
       throw new SandboxError("NotFound", `the state of ${options.what} is gone from the sandbox`, {
         provider: ctx.provider,
