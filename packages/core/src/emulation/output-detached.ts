@@ -199,7 +199,7 @@ export function killGroupScript(pid: number, signal: string | undefined, recordI
     "i=0",
     `while kill -0 -${pid} 2>/dev/null; do`,
     `  if [ $i -ge 10 ]; then ${record("SIGKILL")}kill -KILL -${pid} 2>/dev/null; break; fi`,
-    "  i=$((i+1)); sleep 0.05",
+    "  i=$((i+1)); sleep 0.05 2>/dev/null || sleep 1",
     "done",
     "true",
   ].join("\n");
