@@ -2,19 +2,23 @@
  * `@sbox/core`: one TypeScript API over code-sandbox providers. Users create a client with a provider and
  * work with the `Sandbox` facade; providers implement the driver spec from `@sbox/core/spec`.
  */
-export * from "./spec/index.js";
+
+export type { LossyEmulation } from "./capabilities/capability-emulation.js";
 export {
   AUTOMATIC_EMULATIONS,
-  LOSSY_EMULATIONS,
-  NEVER_EMULATED,
   isAutomaticEmulation,
   isLossyEmulation,
+  LOSSY_EMULATIONS,
+  NEVER_EMULATED,
 } from "./capabilities/capability-emulation.js";
-export type { LossyEmulation } from "./capabilities/capability-emulation.js";
+export type {
+  EffectiveCapabilities as ResolvedCapabilities,
+  ResolveOptions,
+} from "./capabilities/resolve-capabilities.js";
 export { resolveCapabilities } from "./capabilities/resolve-capabilities.js";
-export type { EffectiveCapabilities as ResolvedCapabilities, ResolveOptions } from "./capabilities/resolve-capabilities.js";
-export { createSandboxClient } from "./client/create-sandbox-client.js";
-export type { MergedCapabilities } from "./client/create-sandbox-client.js";
 export type * from "./client/client-types.js";
+export type { MergedCapabilities } from "./client/create-sandbox-client.js";
+export { createSandboxClient } from "./client/create-sandbox-client.js";
 export { EXPIRES_AT_METADATA_KEY } from "./client/validate-spec.js";
 export type * from "./sandbox/sandbox-types.js";
+export * from "./spec/index.js";

@@ -17,7 +17,8 @@ export function recordingProvider<P extends SandboxProvider>(
   const proxy = new Proxy(inner, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
-      if (typeof property !== "string" || !property.startsWith("do") || typeof value !== "function") return value;
+      if (typeof property !== "string" || !property.startsWith("do") || typeof value !== "function")
+        return value;
       return async (...args: unknown[]) => {
         calls.push({ method: property });
         const attempt = (attempts.get(property) ?? 0) + 1;

@@ -22,10 +22,13 @@ describe("importing @sbox/core", () => {
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
       const source = readFileSync(join(dist, file), "utf8");
-      const specifiers = [...source.matchAll(/(?:^|[\s;])(?:import|export)\s[^"']*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/gm)].map(
-        (m) => m[1] ?? m[2],
-      );
-      for (const specifier of specifiers) expect(specifier, `${file} imports ${specifier}`).toMatch(/^\.\.?\//);
+      const specifiers = [
+        ...source.matchAll(
+          /(?:^|[\s;])(?:import|export)\s[^"']*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/gm,
+        ),
+      ].map((m) => m[1] ?? m[2]);
+      for (const specifier of specifiers)
+        expect(specifier, `${file} imports ${specifier}`).toMatch(/^\.\.?\//);
     }
   });
 

@@ -7,17 +7,16 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, readdirSync, existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  type CapabilityMap,
   type DriverExecRequest,
   type DriverExecResult,
   type DriverSandbox,
-  type SandboxProvider,
-  SandboxError,
   defineProvider,
+  SandboxError,
+  type SandboxProvider,
   shellCommandOf,
 } from "../src/spec/index.js";
 
@@ -40,11 +39,76 @@ let busyboxBin: string | undefined;
 function busyboxPath(): string {
   if (busyboxBin && existsSync(busyboxBin)) return busyboxBin;
   const dir = mkdtempSync(join(tmpdir(), "sbox-busybox-"));
-  const applets = ["sh", "ash", "cat", "cp", "mv", "rm", "mkdir", "ls", "stat", "find", "head", "tail", "dd", "base64",
-    "od", "tr", "sed", "awk", "grep", "sleep", "kill", "setsid", "printf", "echo", "test", "[", "wc", "tar", "mkfifo",
-    "env", "sh", "xargs", "sort", "cut", "date", "id", "pwd", "true", "false", "touch", "chmod", "ln", "readlink",
-    "basename", "dirname", "du", "df", "ps", "pkill", "nproc", "uname", "seq", "yes", "mktemp", "timeout", "realpath",
-    "expr", "tee", "cmp", "md5sum", "sha256sum", "hexdump", "xxd", "usleep", "truncate", "rmdir", "which", "nohup"];
+  const applets = [
+    "sh",
+    "ash",
+    "cat",
+    "cp",
+    "mv",
+    "rm",
+    "mkdir",
+    "ls",
+    "stat",
+    "find",
+    "head",
+    "tail",
+    "dd",
+    "base64",
+    "od",
+    "tr",
+    "sed",
+    "awk",
+    "grep",
+    "sleep",
+    "kill",
+    "setsid",
+    "printf",
+    "echo",
+    "test",
+    "[",
+    "wc",
+    "tar",
+    "mkfifo",
+    "env",
+    "sh",
+    "xargs",
+    "sort",
+    "cut",
+    "date",
+    "id",
+    "pwd",
+    "true",
+    "false",
+    "touch",
+    "chmod",
+    "ln",
+    "readlink",
+    "basename",
+    "dirname",
+    "du",
+    "df",
+    "ps",
+    "pkill",
+    "nproc",
+    "uname",
+    "seq",
+    "yes",
+    "mktemp",
+    "timeout",
+    "realpath",
+    "expr",
+    "tee",
+    "cmp",
+    "md5sum",
+    "sha256sum",
+    "hexdump",
+    "xxd",
+    "usleep",
+    "truncate",
+    "rmdir",
+    "which",
+    "nohup",
+  ];
   for (const applet of new Set(applets)) symlinkSync("/usr/bin/busybox", join(dir, applet));
   busyboxBin = dir;
   return dir;
@@ -109,7 +173,10 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted before start"));
       const script = shellCommandOf(request.command);
       longest = Math.max(longest, Buffer.byteLength(script));
-      const shell = options.userland === "dash" ? ["/usr/bin/dash", "-c", script] : ["/usr/bin/busybox", "sh", "-c", script];
+      const shell =
+        options.userland === "dash"
+          ? ["/usr/bin/dash", "-c", script]
+          : ["/usr/bin/busybox", "sh", "-c", script];
       const env: Record<string, string> =
         options.userland === "busybox"
           ? { PATH: busyboxPath(), HOME: sandbox.native.root, TMPDIR: join(sandbox.native.root, "tmp") }

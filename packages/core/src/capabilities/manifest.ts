@@ -18,26 +18,37 @@ export function checkProviderManifest(provider: SandboxProvider): ManifestProble
   const problems: ManifestProblem[] = [];
   const record = provider as unknown as Record<string, unknown>;
   if (provider.specificationVersion !== "v1") {
-    problems.push({ message: `specificationVersion must be "v1", got ${String(provider.specificationVersion)}` });
+    problems.push({
+      message: `specificationVersion must be "v1", got ${String(provider.specificationVersion)}`,
+    });
   }
   if (typeof provider.name !== "string" || !/^[a-z][a-z0-9-]*$/.test(provider.name)) {
-    problems.push({ message: `name must be lowercase letters, digits and dashes, got ${JSON.stringify(provider.name)}` });
+    problems.push({
+      message: `name must be lowercase letters, digits and dashes, got ${JSON.stringify(provider.name)}`,
+    });
   }
   for (const method of REQUIRED_DRIVER_METHODS) {
-    if (typeof record[method] !== "function") problems.push({ message: `required driver method ${method} is missing` });
+    if (typeof record[method] !== "function")
+      problems.push({ message: `required driver method ${method} is missing` });
   }
   const caps = (provider.capabilities ?? {}) as Record<string, unknown>;
   for (const name of CAPABILITY_NAMES) {
     const level = caps[name];
     if (level !== "native" && level !== "emulated" && level !== "unsupported") {
-      problems.push({ capability: name, message: `capability ${name} has no valid level (got ${String(level)})` });
+      problems.push({
+        capability: name,
+        message: `capability ${name} has no valid level (got ${String(level)})`,
+      });
       continue;
     }
     const methods = CAPABILITY_DRIVER_METHODS[name];
     if (level === "native" && methods) {
       for (const method of methods.required) {
         if (typeof record[method] !== "function") {
-          problems.push({ capability: name, message: `${name} is declared native but driver method ${method} is missing` });
+          problems.push({
+            capability: name,
+            message: `${name} is declared native but driver method ${method} is missing`,
+          });
         }
       }
     }

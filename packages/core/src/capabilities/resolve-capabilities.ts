@@ -23,7 +23,10 @@ export interface EffectiveCapabilities {
  * unsupported lossy capabilities turned `emulated` when the user opted in. `statefulKernel` never follows
  * an emulated `codeInterpreter`: the runner is stateless.
  */
-export function resolveCapabilities(provider: SandboxProvider, options: ResolveOptions = {}): EffectiveCapabilities {
+export function resolveCapabilities(
+  provider: SandboxProvider,
+  options: ResolveOptions = {},
+): EffectiveCapabilities {
   const map: Record<CapabilityName, CapabilityLevel> = { ...provider.capabilities };
   let flags: CapabilityFlags = { ...provider.flags };
   if (options.primitivesOnly) {

@@ -20,7 +20,12 @@ export interface RetryOptions {
 /** Lifecycle hooks. A throwing hook fails the operation with its error (wrapped as a SandboxError). */
 export interface SandboxHooks {
   /** Called before every create; may return a changed spec. */
-  beforeCreate?: ((spec: SandboxSpec, context: { provider: string }) => SandboxSpec | undefined | Promise<SandboxSpec | undefined>) | undefined;
+  beforeCreate?:
+    | ((
+        spec: SandboxSpec,
+        context: { provider: string },
+      ) => SandboxSpec | undefined | Promise<SandboxSpec | undefined>)
+    | undefined;
   afterCreate?: ((sandbox: Sandbox) => void | Promise<void>) | undefined;
   /** Called with every error the client or a sandbox raises. */
   onError?: ((error: SandboxError, context: { operation: string; provider: string }) => void) | undefined;
@@ -58,7 +63,11 @@ export interface SandboxClientOptions<
 
 /** The effective level after opt-in emulation: an unsupported lossy capability the user opted into becomes emulated. */
 export type EffectiveCapabilities<TCaps extends CapabilityMap, TEmulate extends CapabilityName> = {
-  readonly [K in CapabilityName]: K extends TEmulate ? (TCaps[K] extends "unsupported" ? "emulated" : TCaps[K]) : TCaps[K];
+  readonly [K in CapabilityName]: K extends TEmulate
+    ? TCaps[K] extends "unsupported"
+      ? "emulated"
+      : TCaps[K]
+    : TCaps[K];
 };
 
 /** A capability map where every level is any level: what a sandbox from an unknown provider has. */

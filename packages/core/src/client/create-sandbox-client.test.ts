@@ -8,7 +8,11 @@ const sh = shDriver({ userland: "dash" });
 afterAll(() => sh.cleanup());
 
 const providerError = (retryable: boolean) =>
-  new SandboxError("Provider", "the control plane answered 503", { provider: sh.name, status: 503, retryable });
+  new SandboxError("Provider", "the control plane answered 503", {
+    provider: sh.name,
+    status: 503,
+    retryable,
+  });
 
 describe("createSandboxClient", () => {
   test("create returns a sandbox whose qualified id connects again", async () => {
@@ -78,7 +82,9 @@ describe("createSandboxClient", () => {
   });
 
   test("fallback providers are tried only for creates with an idempotency key", async () => {
-    const failing = recordingProvider(shDriver({ userland: "dash" }), { doCreate: () => providerError(false) });
+    const failing = recordingProvider(shDriver({ userland: "dash" }), {
+      doCreate: () => providerError(false),
+    });
     const backup = shDriver({ userland: "busybox" });
     const client = createSandboxClient({ provider: failing, fallback: [backup] });
     await expect(client.create()).rejects.toMatchObject({ code: "Provider" });
@@ -91,7 +97,9 @@ describe("createSandboxClient", () => {
 
   test("when every provider fails the error is AllProvidersFailed with each cause", async () => {
     const a = recordingProvider(sh, { doCreate: () => providerError(false) });
-    const b = recordingProvider(shDriver({ userland: "busybox" }), { doCreate: () => new SandboxError("Unauthorized", "bad key") });
+    const b = recordingProvider(shDriver({ userland: "busybox" }), {
+      doCreate: () => new SandboxError("Unauthorized", "bad key"),
+    });
     const client = createSandboxClient({ provider: a, fallback: [b] });
     const error = (await client.create({ idempotencyKey: "k-4" }).catch((e: unknown) => e)) as SandboxError;
     expect(error.code).toBe("AllProvidersFailed");
@@ -104,7 +112,9 @@ describe("createSandboxClient", () => {
     const client = createSandboxClient({
       provider: sh,
       defaultMetadata: { team: "core" },
-      plugins: [{ name: "audit", hooks: { afterCreate: (s) => void seen.push(`plugin:created:${s.provider}`) } }],
+      plugins: [
+        { name: "audit", hooks: { afterCreate: (s) => void seen.push(`plugin:created:${s.provider}`) } },
+      ],
       hooks: {
         beforeCreate: (spec) => ({ ...spec, metadata: { ...spec.metadata, added: "yes" } }),
         afterCreate: () => void seen.push("created"),
@@ -128,7 +138,12 @@ describe("createSandboxClient", () => {
     const client = createSandboxClient({ provider: recorded });
     const sandbox = await client.create();
     recorded.calls.length = 0;
-    for (const call of [() => sandbox.stop(), () => sandbox.pause(), () => sandbox.setTimeout(1000), () => sandbox.resume()]) {
+    for (const call of [
+      () => sandbox.stop(),
+      () => sandbox.pause(),
+      () => sandbox.setTimeout(1000),
+      () => sandbox.resume(),
+    ]) {
       const error = await call().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(NotSupportedError);
       expect((error as SandboxError).code).toBe("NotSupported");
@@ -154,7 +169,9 @@ describe("createSandboxClient", () => {
     expect(sandbox.snapshots).toBeDefined();
     expect(sandbox.can("codeInterpreter")).toBe(true);
     await sandbox.destroy();
-    expect(() => createSandboxClient({ provider: sh, emulate: ["pause" as never] })).toThrow(/not an opt-in emulation/);
+    expect(() => createSandboxClient({ provider: sh, emulate: ["pause" as never] })).toThrow(
+      /not an opt-in emulation/,
+    );
   });
 
   test("primitives-only mode turns native emulatable capabilities into emulated ones", () => {
@@ -173,7 +190,9 @@ describe("createSandboxClient", () => {
 
   test("a malformed provider is refused at client creation", () => {
     const broken = { ...sh, capabilities: { ...sh.capabilities, pty: "native" } };
-    expect(() => createSandboxClient({ provider: broken as never })).toThrow(/pty is declared native but driver method doCreatePty is missing/);
+    expect(() => createSandboxClient({ provider: broken as never })).toThrow(
+      /pty is declared native but driver method doCreatePty is missing/,
+    );
   });
 });
 

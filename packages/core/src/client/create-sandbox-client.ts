@@ -29,10 +29,14 @@ function invalid(message: string, provider?: string): SandboxError {
 }
 
 function checkProvider(provider: SandboxProvider): void {
-  if (typeof provider !== "object" || provider === null) throw invalid("provider must be a provider object (e.g. local())");
+  if (typeof provider !== "object" || provider === null)
+    throw invalid("provider must be a provider object (e.g. local())");
   const problems = checkProviderManifest(provider);
   if (problems.length > 0) {
-    throw invalid(`provider ${String(provider.name)} is malformed: ${problems.map((p) => p.message).join("; ")}`, provider.name);
+    throw invalid(
+      `provider ${String(provider.name)} is malformed: ${problems.map((p) => p.message).join("; ")}`,
+      provider.name,
+    );
   }
 }
 
@@ -53,14 +57,20 @@ export function createSandboxClient<
   options: SandboxClientOptions<TProvider, TEmulate> & { fallback?: readonly TFallback[] | undefined },
 ): SandboxClient<
   EffectiveCapabilities<
-    MergedCapabilities<TProvider["capabilities"], [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]>,
+    MergedCapabilities<
+      TProvider["capabilities"],
+      [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
+    >,
     TEmulate
   >
 > {
   checkProvider(options.provider);
   for (const provider of options.fallback ?? []) checkProvider(provider);
   for (const name of options.emulate ?? []) {
-    if (!isLossyEmulation(name)) throw invalid(`emulate: ${JSON.stringify(name)} is not an opt-in emulation (snapshot, fork, codeInterpreter)`);
+    if (!isLossyEmulation(name))
+      throw invalid(
+        `emulate: ${JSON.stringify(name)} is not an opt-in emulation (snapshot, fork, codeInterpreter)`,
+      );
   }
   const runtimeOptions = { emulate: options.emulate, primitivesOnly: options.primitivesOnly };
   const primary = createProviderRuntime(options.provider, runtimeOptions);
@@ -116,7 +126,10 @@ export function createSandboxClient<
       // Recorded in metadata so that client.reap() of any process can enforce it.
       spec = {
         ...spec,
-        metadata: { ...spec.metadata, [EXPIRES_AT_METADATA_KEY]: new Date(Date.now() + spec.ttlMs).toISOString() },
+        metadata: {
+          ...spec.metadata,
+          [EXPIRES_AT_METADATA_KEY]: new Date(Date.now() + spec.ttlMs).toISOString(),
+        },
       };
     }
     const signal = spec.signal ?? new AbortController().signal;
@@ -142,7 +155,8 @@ export function createSandboxClient<
             return await createWith(runtime, spec);
           } catch (error) {
             const wrapped = toSandboxError(error, { provider: runtime.name, operation: "create" });
-            if (wrapped.code === "Aborted" || wrapped.code === "Validation" || runtimes.length === 1) throw wrapped;
+            if (wrapped.code === "Aborted" || wrapped.code === "Validation" || runtimes.length === 1)
+              throw wrapped;
             failures.push(wrapped);
           }
         }
@@ -154,7 +168,8 @@ export function createSandboxClient<
       }),
     connect: (id: string, callOptions: CallOptions = {}) =>
       operation(primary, "connect", async () => {
-        if (typeof id !== "string" || id.trim() === "") throw invalid("id must be a non-empty string", primary.name);
+        if (typeof id !== "string" || id.trim() === "")
+          throw invalid("id must be a non-empty string", primary.name);
         const separator = id.indexOf(":");
         const prefix = separator > 0 ? id.slice(0, separator) : undefined;
         const runtime = runtimes.find((r) => r.name === prefix);
@@ -177,7 +192,10 @@ export function createSandboxClient<
         if (primary.capabilities.flags.nativeExpiry) return [];
         const reaped: SandboxInfo[] = [];
         const now = Date.now();
-        for await (const info of listSandboxes({ state: ["running", "paused", "starting"], signal: callOptions.signal })) {
+        for await (const info of listSandboxes({
+          state: ["running", "paused", "starting"],
+          signal: callOptions.signal,
+        })) {
           if (!info.expiresAt || info.expiresAt.getTime() > now) continue;
           const handle = await primary.driver.doConnect(info.id.slice(primary.name.length + 1), {
             signal: callOptions.signal ?? new AbortController().signal,
@@ -185,11 +203,16 @@ export function createSandboxClient<
           const call = { signal: callOptions.signal ?? new AbortController().signal };
           if (primary.driver.doStop) await primary.driver.doStop(handle, call);
           else await primary.driver.doDestroy(handle, call);
-          reaped.push(toSandboxInfo(primary.name, await primary.driver.doGetInfo(handle, call).catch(() => ({
-            id: handle.id,
-            state: "destroyed" as const,
-            metadata: info.metadata,
-          }))));
+          reaped.push(
+            toSandboxInfo(
+              primary.name,
+              await primary.driver.doGetInfo(handle, call).catch(() => ({
+                id: handle.id,
+                state: "destroyed" as const,
+                metadata: info.metadata,
+              })),
+            ),
+          );
         }
         return reaped;
       }),
@@ -211,7 +234,8 @@ export function createSandboxClient<
   async function* listSandboxes(filter: ListFilter & CallOptions): AsyncGenerator<SandboxInfo> {
     try {
       if (disposed) throw new SandboxError("InvalidState", "the client was disposed", { retryable: false });
-      if (typeof filter !== "object" || filter === null) throw invalid("filter must be an object", primary.name);
+      if (typeof filter !== "object" || filter === null)
+        throw invalid("filter must be an object", primary.name);
       validateListFilter(filter, primary.name);
       if (primary.capabilities.map.list === "unsupported" || !primary.driver.doList) {
         throw new NotSupportedError("list", primary.name);
@@ -219,7 +243,9 @@ export function createSandboxClient<
       const { signal, ...rest } = filter;
       let count = 0;
       if (rest.limit === 0) return;
-      for await (const info of primary.driver.doList(rest, { signal: signal ?? new AbortController().signal })) {
+      for await (const info of primary.driver.doList(rest, {
+        signal: signal ?? new AbortController().signal,
+      })) {
         if (signal?.aborted) throw abortError(signal);
         // The provider may filter coarsely or not at all; the core makes sure no filter field is ignored.
         if (!matchesFilter(info, rest)) continue;
@@ -236,7 +262,10 @@ export function createSandboxClient<
 
   return client as unknown as SandboxClient<
     EffectiveCapabilities<
-      MergedCapabilities<TProvider["capabilities"], [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]>,
+      MergedCapabilities<
+        TProvider["capabilities"],
+        [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
+      >,
       TEmulate
     >
   >;

@@ -23,7 +23,15 @@ const SPEC_KEYS = new Set([
   "signal",
 ]);
 const RESOURCE_KEYS = new Set(["vcpus", "memoryMB", "diskMB", "gpu"]);
-const STATES: readonly SandboxState[] = ["starting", "running", "paused", "stopped", "destroyed", "error", "unknown"];
+const STATES: readonly SandboxState[] = [
+  "starting",
+  "running",
+  "paused",
+  "stopped",
+  "destroyed",
+  "error",
+  "unknown",
+];
 
 /** Capability a spec field needs on top of being honoured. */
 const FIELD_CAPABILITY: Partial<Record<SpecField, CapabilityName>> = {
@@ -47,7 +55,8 @@ function assertStringRecord(provider: string, field: string, value: unknown): vo
   }
   for (const [key, entry] of Object.entries(value)) {
     if (typeof entry !== "string") throw invalid(provider, `${field}.${key} must be a string`);
-    if (key.length === 0 || key.length > 256) throw invalid(provider, `${field} keys must be 1-256 characters`);
+    if (key.length === 0 || key.length > 256)
+      throw invalid(provider, `${field} keys must be 1-256 characters`);
   }
 }
 
@@ -55,7 +64,11 @@ function assertStringRecord(provider: string, field: string, value: unknown): vo
  * Checks a spec before any provider call: shapes and values are valid, and every field that is set is one
  * the provider honours (and, where it needs one, whose capability is supported). Nothing is dropped silently.
  */
-export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capabilities: CapabilityMap): void {
+export function validateSpec(
+  spec: SandboxSpec,
+  provider: SandboxProvider,
+  capabilities: CapabilityMap,
+): void {
   const name = provider.name;
   if (typeof spec !== "object" || spec === null) throw invalid(name, "spec must be an object");
   for (const key of Object.keys(spec)) {
@@ -64,11 +77,13 @@ export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capab
   const used: SpecField[] = [];
   const has = (value: unknown) => value !== undefined;
   if (has(spec.template)) {
-    if (typeof spec.template !== "string" || spec.template.length === 0) throw invalid(name, "template must be a non-empty string");
+    if (typeof spec.template !== "string" || spec.template.length === 0)
+      throw invalid(name, "template must be a non-empty string");
     used.push("template");
   }
   if (has(spec.name)) {
-    if (typeof spec.name !== "string" || spec.name.length === 0) throw invalid(name, "name must be a non-empty string");
+    if (typeof spec.name !== "string" || spec.name.length === 0)
+      throw invalid(name, "name must be a non-empty string");
     used.push("name");
   }
   if (has(spec.env)) {
@@ -89,12 +104,14 @@ export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capab
     used.push("ttlMs");
   }
   if (has(spec.resources)) {
-    if (typeof spec.resources !== "object" || spec.resources === null) throw invalid(name, "resources must be an object");
+    if (typeof spec.resources !== "object" || spec.resources === null)
+      throw invalid(name, "resources must be an object");
     for (const [key, value] of Object.entries(spec.resources)) {
       if (value === undefined) continue;
       if (!RESOURCE_KEYS.has(key)) throw invalid(name, `unknown resources field ${JSON.stringify(key)}`);
       if (key === "gpu") {
-        if (typeof value !== "string" || value.length === 0) throw invalid(name, "resources.gpu must be a non-empty string");
+        if (typeof value !== "string" || value.length === 0)
+          throw invalid(name, "resources.gpu must be a non-empty string");
       } else if (!isPositiveNumber(value)) {
         throw invalid(name, `resources.${key} must be a positive number`);
       }
@@ -119,7 +136,10 @@ export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capab
     if (!valid) throw invalid(name, 'network.egress must be "allow-all", "block-all" or { allow: string[] }');
     if (egress !== "allow-all") {
       if (capabilities.egressControl === "unsupported") {
-        throw invalid(name, `network.egress ${JSON.stringify(egress)} needs egressControl, which ${name} does not support`);
+        throw invalid(
+          name,
+          `network.egress ${JSON.stringify(egress)} needs egressControl, which ${name} does not support`,
+        );
       }
       used.push("network");
     }
@@ -127,14 +147,19 @@ export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capab
   if (has(spec.volumes)) {
     if (!Array.isArray(spec.volumes)) throw invalid(name, "volumes must be an array");
     for (const volume of spec.volumes) {
-      if (typeof volume?.name !== "string" || typeof volume.mountPath !== "string" || !volume.mountPath.startsWith("/")) {
+      if (
+        typeof volume?.name !== "string" ||
+        typeof volume.mountPath !== "string" ||
+        !volume.mountPath.startsWith("/")
+      ) {
         throw invalid(name, "each volume needs a name and an absolute mountPath");
       }
     }
     if (spec.volumes.length > 0) used.push("volumes");
   }
   if (has(spec.region)) {
-    if (typeof spec.region !== "string" || spec.region.length === 0) throw invalid(name, "region must be a non-empty string");
+    if (typeof spec.region !== "string" || spec.region.length === 0)
+      throw invalid(name, "region must be a non-empty string");
     used.push("region");
   }
   if (has(spec.secrets)) {
@@ -143,7 +168,10 @@ export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capab
     }
     if (spec.secrets.length > 0) used.push("secrets");
   }
-  if (has(spec.idempotencyKey) && (typeof spec.idempotencyKey !== "string" || spec.idempotencyKey.length === 0)) {
+  if (
+    has(spec.idempotencyKey) &&
+    (typeof spec.idempotencyKey !== "string" || spec.idempotencyKey.length === 0)
+  ) {
     throw invalid(name, "idempotencyKey must be a non-empty string");
   }
   for (const field of used) {
@@ -154,7 +182,10 @@ export function validateSpec(spec: SandboxSpec, provider: SandboxProvider, capab
     if (field === "ttlMs" && !provider.honours.includes("ttlMs")) {
       // The core can keep the expiry in metadata and enforce it with client.reap(), if the provider keeps metadata and lists.
       if (provider.honours.includes("metadata") && capabilities.list !== "unsupported") continue;
-      throw invalid(name, `ttlMs cannot be honoured by ${name}: it keeps no expiry and no metadata to record one in`);
+      throw invalid(
+        name,
+        `ttlMs cannot be honoured by ${name}: it keeps no expiry and no metadata to record one in`,
+      );
     }
     if (!provider.honours.includes(field)) {
       throw invalid(name, `${field} is not supported by provider ${name}; remove it from the spec`);
@@ -171,7 +202,8 @@ export function validateListFilter(filter: ListFilter, provider: string): void {
   if (filter.state !== undefined) {
     const states = Array.isArray(filter.state) ? filter.state : [filter.state];
     for (const state of states) {
-      if (!STATES.includes(state as SandboxState)) throw invalid(provider, `unknown state ${JSON.stringify(state)} in filter`);
+      if (!STATES.includes(state as SandboxState))
+        throw invalid(provider, `unknown state ${JSON.stringify(state)} in filter`);
     }
   }
 }
@@ -182,7 +214,9 @@ export function matchesFilter(
   filter: ListFilter,
 ): boolean {
   if (filter.state !== undefined) {
-    const states: readonly SandboxState[] = Array.isArray(filter.state) ? filter.state : [filter.state as SandboxState];
+    const states: readonly SandboxState[] = Array.isArray(filter.state)
+      ? filter.state
+      : [filter.state as SandboxState];
     if (!states.includes(info.state)) return false;
   }
   for (const [key, value] of Object.entries(filter.metadata ?? {})) {

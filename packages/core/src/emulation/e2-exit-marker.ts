@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { SandboxError } from "../errors/sandbox-error.js";
+import { randomHex } from "./random-hex.js";
 import { shellQuote } from "./shell-quote.js";
 
 /** Parses the output of one marked run: passes output through, recovers the exit code at the end. */
@@ -35,7 +35,7 @@ function isDigit(byte: number): boolean {
  * of stdout counts, so output that imitates the marker, even with the exact token, cannot change the code.
  */
 export function createExitMarker(): ExitMarker {
-  const token = `__sbox_exit_${randomBytes(16).toString("hex")}__`;
+  const token = `__sbox_exit_${randomHex(16)}__`;
   const prefix = encoder.encode(`\n${token}:`);
   return {
     token,

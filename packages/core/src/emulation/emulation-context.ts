@@ -21,7 +21,11 @@ export interface ShellRunOptions {
  * Runs `script` with `sh -c` in the sandbox through the provider's buffered exec primitive, with
  * per-command cwd/env (E1) and exit codes (E2) already taken care of.
  */
-export type ShellExec = (sandbox: DriverSandbox, script: string, options: ShellRunOptions) => Promise<ShellResult>;
+export type ShellExec = (
+  sandbox: DriverSandbox,
+  script: string,
+  options: ShellRunOptions,
+) => Promise<ShellResult>;
 
 /** Everything an emulation needs: the exec primitive and where it may keep state inside the sandbox. */
 export interface EmulationContext {

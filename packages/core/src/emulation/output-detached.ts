@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverExecRequest, DriverSandbox } from "../spec/provider-spec.js";
 import { applyEnvCwd } from "./e1-env-cwd.js";
 import { type EmulationContext, MAX_COMMAND_LINE_BYTES, type ShellResult } from "./emulation-context.js";
+import { randomHex } from "./random-hex.js";
 import { uploadToFile } from "./shell-exec-upload.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -109,7 +109,7 @@ export function detachedScript(ctx: EmulationContext, request: DriverExecRequest
 
 /** A random id for a run directory name. */
 export function newRunId(): string {
-  return randomBytes(12).toString("hex");
+  return randomHex(12);
 }
 
 /**

@@ -12,9 +12,37 @@ const SHELLS = [
 const hostileString = fc.oneof(
   fc.string({ unit: "binary" }).map((s) => s.replace(/\0/g, "")),
   fc
-    .array(fc.constantFrom("'", '"', "`", "$(", ")", "\\", "\n", "\t", " ", "*", "?", "~", "#", "!", ";", "&", "|", "é", "✓", "😀", "-", "{", "}", "$"), {
-      maxLength: 30,
-    })
+    .array(
+      fc.constantFrom(
+        "'",
+        '"',
+        "`",
+        "$(",
+        ")",
+        "\\",
+        "\n",
+        "\t",
+        " ",
+        "*",
+        "?",
+        "~",
+        "#",
+        "!",
+        ";",
+        "&",
+        "|",
+        "é",
+        "✓",
+        "😀",
+        "-",
+        "{",
+        "}",
+        "$",
+      ),
+      {
+        maxLength: 30,
+      },
+    )
     .map((parts) => parts.join("")),
 );
 
@@ -34,7 +62,11 @@ describe.each(SHELLS)("shell quoting round-trips through %s", (_name, shell) => 
   test("argv quoting runs the program with exactly those words", () => {
     fc.assert(
       fc.property(fc.array(hostileString, { maxLength: 6 }), (words) => {
-        const out = spawnSync(shell[0], [...shell.slice(1), shellQuoteArgv(["printf", "%s\\0", "start", ...words])], { encoding: "utf8" });
+        const out = spawnSync(
+          shell[0],
+          [...shell.slice(1), shellQuoteArgv(["printf", "%s\\0", "start", ...words])],
+          { encoding: "utf8" },
+        );
         expect(out.stdout.split("\0").slice(0, -1)).toEqual(["start", ...words]);
       }),
       { numRuns: 40 },

@@ -17,7 +17,8 @@ export function shellQuote(value: string): string {
 
 /** Quotes every word of an argv and joins them into one shell command line. */
 export function shellQuoteArgv(argv: readonly string[]): string {
-  if (argv.length === 0) throw new SandboxError("Validation", "a command needs at least one word", { retryable: false });
+  if (argv.length === 0)
+    throw new SandboxError("Validation", "a command needs at least one word", { retryable: false });
   return argv.map(shellQuote).join(" ");
 }
 
@@ -38,10 +39,14 @@ export function validateEnv(env: Readonly<Record<string, string>> | undefined): 
   for (const [key, value] of Object.entries(env)) {
     assertEnvKey(key);
     if (typeof value !== "string") {
-      throw new SandboxError("Validation", `environment variable ${key} must be a string`, { retryable: false });
+      throw new SandboxError("Validation", `environment variable ${key} must be a string`, {
+        retryable: false,
+      });
     }
     if (value.includes("\0")) {
-      throw new SandboxError("Validation", `environment variable ${key} contains a NUL character`, { retryable: false });
+      throw new SandboxError("Validation", `environment variable ${key} contains a NUL character`, {
+        retryable: false,
+      });
     }
   }
 }

@@ -32,7 +32,10 @@ export class SandboxError extends Error {
   readonly retryable: boolean;
 
   constructor(code: SandboxErrorCode, message: string, options: SandboxErrorOptions = {}) {
-    super(redactSecrets(message, options.secrets), options.cause === undefined ? {} : { cause: options.cause });
+    super(
+      redactSecrets(message, options.secrets),
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
     this.name = "SandboxError";
     this.code = code;
     this.provider = options.provider;

@@ -60,11 +60,18 @@ export function toSandboxError(error: unknown, context: WrapErrorContext = {}): 
   const prefix = context.operation ? `${context.operation}: ` : "";
   const base = { provider: context.provider, cause: error, secrets: context.secrets };
   if (error instanceof Error || (typeof error === "object" && error !== null)) {
-    const e = error as { name?: unknown; code?: unknown; status?: unknown; statusCode?: unknown; message?: unknown };
+    const e = error as {
+      name?: unknown;
+      code?: unknown;
+      status?: unknown;
+      statusCode?: unknown;
+      message?: unknown;
+    };
     const message = typeof e.message === "string" ? e.message : String(error);
     if (e.name === "AbortError") return new SandboxError("Aborted", `${prefix}${message}`, base);
     if (e.name === "TimeoutError") return new SandboxError("Timeout", `${prefix}${message}`, base);
-    const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : undefined;
+    const status =
+      typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : undefined;
     if (status !== undefined && status >= 400) {
       return new SandboxError(codeForHttpStatus(status), `${prefix}${message}`, {
         ...base,
@@ -76,7 +83,11 @@ export function toSandboxError(error: unknown, context: WrapErrorContext = {}): 
       const code = NODE_ERRNO_CODES[e.code]!;
       return new SandboxError(code, `${prefix}${message}`, {
         ...base,
-        retryable: e.code === "ECONNREFUSED" || e.code === "ECONNRESET" || e.code === "ETIMEDOUT" || e.code === "EPIPE",
+        retryable:
+          e.code === "ECONNREFUSED" ||
+          e.code === "ECONNRESET" ||
+          e.code === "ETIMEDOUT" ||
+          e.code === "EPIPE",
       });
     }
     return new SandboxError(context.fallbackCode ?? "Provider", `${prefix}${message}`, base);

@@ -2,8 +2,8 @@ import { applyEnvCwd } from "../emulation/e1-env-cwd.js";
 import { createExitMarker } from "../emulation/e2-exit-marker.js";
 import { emulatedExecStream } from "../emulation/e3-streaming.js";
 import { withTimeout } from "../emulation/e7-timeout.js";
-import { shellCommandOf, validateEnv } from "../emulation/shell-quote.js";
 import { toBytes } from "../emulation/shell-exec.js";
+import { shellCommandOf, validateEnv } from "../emulation/shell-quote.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DriverCommand, DriverExecRequest, DriverExit, DriverProcess } from "../spec/provider-spec.js";
@@ -33,7 +33,8 @@ export function toDriverCommand(command: string | readonly string[]): DriverComm
     if (command.includes("\0")) throw invalid("command must not contain a NUL character");
     return { shell: command };
   }
-  if (!Array.isArray(command) || command.length === 0) throw invalid("command must be a string or a non-empty argv array");
+  if (!Array.isArray(command) || command.length === 0)
+    throw invalid("command must be a string or a non-empty argv array");
   for (const word of command) {
     if (typeof word !== "string") throw invalid("every argv word must be a string");
     if (word.includes("\0")) throw invalid("argv words must not contain a NUL character");
@@ -43,7 +44,10 @@ export function toDriverCommand(command: string | readonly string[]): DriverComm
 }
 
 function validateRunOptions(options: RunOptions): void {
-  if (options.cwd !== undefined && (typeof options.cwd !== "string" || options.cwd === "" || options.cwd.includes("\0"))) {
+  if (
+    options.cwd !== undefined &&
+    (typeof options.cwd !== "string" || options.cwd === "" || options.cwd.includes("\0"))
+  ) {
     throw invalid("cwd must be a non-empty string without NUL");
   }
   validateEnv(options.env);
@@ -54,7 +58,12 @@ function validateRunOptions(options: RunOptions): void {
     throw invalid("timeoutMs must be a positive number");
   }
   const stdin = options.stdin;
-  if (stdin !== undefined && typeof stdin !== "string" && !(stdin instanceof Uint8Array) && !(stdin instanceof ReadableStream)) {
+  if (
+    stdin !== undefined &&
+    typeof stdin !== "string" &&
+    !(stdin instanceof Uint8Array) &&
+    !(stdin instanceof ReadableStream)
+  ) {
     throw invalid("stdin must be a string, a Uint8Array or a ReadableStream");
   }
 }
@@ -69,14 +78,18 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
     return fallbackStream;
   };
 
-  /** E1 in the core when the path or provider does not honour cwd/env itself. */
-  const prepare = (command: DriverCommand, options: RunOptions, native: boolean) => {
-    const honours = native && flags.perCommandEnvCwd;
-    const needsPrefix = !honours && (options.cwd !== undefined || (options.env && Object.keys(options.env).length > 0));
+  /**
+   * E1 in the core when the exec path does not honour cwd/env itself. The emulated paths (E3, E4) apply
+   * E1 inside their detached command, so they get cwd/env as given and keep the user's command readable
+   * in `commands.list()`.
+   */
+  const prepare = (command: DriverCommand, options: RunOptions, pathHonoursEnvCwd: boolean) => {
+    const needsPrefix =
+      !pathHonoursEnvCwd && (options.cwd !== undefined || (options.env && Object.keys(options.env).length > 0));
     return {
       command: needsPrefix ? { shell: applyEnvCwd(command, { cwd: options.cwd, env: options.env }) } : command,
-      cwd: honours ? options.cwd : undefined,
-      env: honours ? options.env : undefined,
+      cwd: pathHonoursEnvCwd ? options.cwd : undefined,
+      env: pathHonoursEnvCwd ? options.env : undefined,
     };
   };
 
@@ -108,13 +121,16 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
         deadline.dispose();
       }
     };
-    const execOnce = async (sink: OutputSink, signal: AbortSignal): Promise<DriverExit & { exitCode: number }> => {
+    const execOnce = async (
+      sink: OutputSink,
+      signal: AbortSignal,
+    ): Promise<DriverExit & { exitCode: number }> => {
       // Live stdin needs the provider's own stdin; otherwise the emulated stream feeds it from a file.
       const stdinNeedsEmulation = stdin !== undefined && map.stdin !== "native";
       const streaming = stdinNeedsEmulation ? "emulated" : map.streaming;
       if (streaming === "emulated") {
         const stream = stdinNeedsEmulation ? emulatedStream() : context.runtime.driver.doExecStream!;
-        const prepared = prepare(driverCommand, options, false);
+        const prepared = prepare(driverCommand, options, true);
         const exit = await stream(context.handle, {
           ...prepared,
           stdin,
@@ -125,7 +141,7 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
         });
         return requireExitCode(exit);
       }
-      const prepared = prepare(driverCommand, options, true);
+      const prepared = prepare(driverCommand, options, flags.perCommandEnvCwd);
       const marker = flags.exitCodeNative ? undefined : createExitMarker();
       const request: DriverExecRequest = {
         command: marker ? { shell: marker.wrap(shellCommandOf(prepared.command)) } : prepared.command,
@@ -220,10 +236,15 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
         if (options.stdin instanceof ReadableStream) {
           throw invalid("spawn takes stdin as a string or bytes; write more with process.writeStdin()");
         }
-        const stdin = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
+        const stdin =
+          typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
         const io = outputCallbacks();
-        const prepared = prepare(driverCommand, options, map.background === "native");
-        const driverProcess = await driverMethod(context, runtime.driver.doSpawn, "background")(context.handle, {
+        const prepared = prepare(driverCommand, options, map.background === "emulated" || flags.perCommandEnvCwd);
+        const driverProcess = await driverMethod(
+          context,
+          runtime.driver.doSpawn,
+          "background",
+        )(context.handle, {
           ...prepared,
           stdin,
           user: options.user,
@@ -235,7 +256,11 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
     list: () =>
       guard(context, "commands.list", async () => {
         requireCapability(context, "background");
-        return driverMethod(context, runtime.driver.doListProcesses, "background")(context.handle, {
+        return driverMethod(
+          context,
+          runtime.driver.doListProcesses,
+          "background",
+        )(context.handle, {
           signal: new AbortController().signal,
         });
       }),
@@ -309,7 +334,8 @@ function wrapProcess(
       flush();
       stdout.end();
       stderr.end();
-      const exitCode = typeof exit.exitCode === "number" ? exit.exitCode : exitCodeForSignal(exit.signal ?? "SIGKILL");
+      const exitCode =
+        typeof exit.exitCode === "number" ? exit.exitCode : exitCodeForSignal(exit.signal ?? "SIGKILL");
       return exit.signal === undefined ? { exitCode } : { exitCode, signal: exit.signal };
     },
     (error: unknown) => {

@@ -7,14 +7,17 @@ function validatePath(path: unknown, what = "path"): string {
   if (typeof path !== "string" || path === "") {
     throw new SandboxError("Validation", `${what} must be a non-empty string`, { retryable: false });
   }
-  if (path.includes("\0")) throw new SandboxError("Validation", `${what} must not contain a NUL character`, { retryable: false });
+  if (path.includes("\0"))
+    throw new SandboxError("Validation", `${what} must not contain a NUL character`, { retryable: false });
   return path;
 }
 
 function validateMode(mode: unknown): number | undefined {
   if (mode === undefined) return undefined;
   if (typeof mode !== "number" || !Number.isInteger(mode) || mode < 0 || mode > 0o7777) {
-    throw new SandboxError("Validation", "mode must be an integer permission between 0 and 0o7777", { retryable: false });
+    throw new SandboxError("Validation", "mode must be an integer permission between 0 and 0o7777", {
+      retryable: false,
+    });
   }
   return mode;
 }
@@ -53,10 +56,15 @@ export function createFilesApi(context: SandboxContext): FilesApi {
           data = await collect(data);
         }
         if (typeof data !== "string" && !(data instanceof Uint8Array)) {
-          throw new SandboxError("Validation", "data must be a string, a Uint8Array or a ReadableStream", { retryable: false });
+          throw new SandboxError("Validation", "data must be a string, a Uint8Array or a ReadableStream", {
+            retryable: false,
+          });
         }
         const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-        await driverMethod(context, driver.doWriteFile, "files.write")(context.handle, path, bytes, { ...none(), mode });
+        await driverMethod(context, driver.doWriteFile, "files.write")(context.handle, path, bytes, {
+          ...none(),
+          mode,
+        });
       }),
     read: (path) =>
       guard(context, `files.read ${String(path)}`, async () =>
@@ -64,14 +72,21 @@ export function createFilesApi(context: SandboxContext): FilesApi {
       ),
     readText: (path) =>
       guard(context, `files.readText ${String(path)}`, async () => {
-        const bytes = await driverMethod(context, driver.doReadFile, "files.read")(context.handle, validatePath(path), none());
+        const bytes = await driverMethod(context, driver.doReadFile, "files.read")(
+          context.handle,
+          validatePath(path),
+          none(),
+        );
         return new TextDecoder().decode(bytes);
       }),
     readStream: (path) => {
       // The stream is returned at once; the provider is asked on the first read, and its errors arrive there.
       let source: ReadableStreamDefaultReader<Uint8Array> | undefined;
       const fail = (error: unknown) => {
-        const wrapped = toSandboxError(error, { provider: context.runtime.name, operation: `files.readStream ${path}` });
+        const wrapped = toSandboxError(error, {
+          provider: context.runtime.name,
+          operation: `files.readStream ${path}`,
+        });
         context.reportError(wrapped, "files.readStream");
         return wrapped;
       };
@@ -84,7 +99,13 @@ export function createFilesApi(context: SandboxContext): FilesApi {
                 ? await driver.doReadFileStream(context.handle, path, none())
                 : new ReadableStream<Uint8Array>({
                     async start(inner) {
-                      inner.enqueue(await driverMethod(context, driver.doReadFile, "files.read")(context.handle, path, none()));
+                      inner.enqueue(
+                        await driverMethod(context, driver.doReadFile, "files.read")(
+                          context.handle,
+                          path,
+                          none(),
+                        ),
+                      );
                       inner.close();
                     },
                   });
@@ -113,7 +134,11 @@ export function createFilesApi(context: SandboxContext): FilesApi {
     exists: (path) =>
       guard(context, `files.exists ${String(path)}`, async () => {
         try {
-          await driverMethod(context, driver.doStat, "files.stat")(context.handle, validatePath(path), none());
+          await driverMethod(context, driver.doStat, "files.stat")(
+            context.handle,
+            validatePath(path),
+            none(),
+          );
           return true;
         } catch (error) {
           if (SandboxError.isInstance(error) && error.code === "NotFound") return false;
@@ -150,11 +175,15 @@ export function createFilesApi(context: SandboxContext): FilesApi {
           throw new SandboxError("Validation", "watch needs an event callback", { retryable: false });
         }
         const controller = new AbortController();
-        const watcher = await driverMethod(context, driver.doWatch, "filesWatch")(context.handle, validatePath(path), {
-          signal: controller.signal,
-          recursive: options.recursive ?? false,
-          onEvent,
-        });
+        const watcher = await driverMethod(context, driver.doWatch, "filesWatch")(
+          context.handle,
+          validatePath(path),
+          {
+            signal: controller.signal,
+            recursive: options.recursive ?? false,
+            onEvent,
+          },
+        );
         return {
           close: async () => {
             controller.abort();

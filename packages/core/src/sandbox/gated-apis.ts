@@ -2,7 +2,16 @@ import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import type { DriverSandbox, SnapshotRef } from "../spec/provider-spec.js";
 import type { EgressPolicy } from "../spec/sandbox-spec.js";
 import { driverMethod, guard, type SandboxContext } from "./sandbox-context.js";
-import type { CodeApi, GatedNamespaces, NetworkApi, PortsApi, PtyApi, Sandbox, SnapshotsApi, SshApi } from "./sandbox-types.js";
+import type {
+  CodeApi,
+  GatedNamespaces,
+  NetworkApi,
+  PortsApi,
+  PtyApi,
+  Sandbox,
+  SnapshotsApi,
+  SshApi,
+} from "./sandbox-types.js";
 
 const call = () => ({ signal: new AbortController().signal });
 
@@ -18,7 +27,12 @@ function validatePort(port: unknown): number {
 }
 
 function validateSnapshotRef(ref: unknown): SnapshotRef {
-  if (typeof ref !== "object" || ref === null || typeof (ref as SnapshotRef).id !== "string" || !(ref as SnapshotRef).id) {
+  if (
+    typeof ref !== "object" ||
+    ref === null ||
+    typeof (ref as SnapshotRef).id !== "string" ||
+    !(ref as SnapshotRef).id
+  ) {
     throw invalid("a snapshot reference needs an id");
   }
   return ref as SnapshotRef;
@@ -52,7 +66,8 @@ export function createGatedApis(
           guard(context, "ports.expose", async () => {
             validatePort(port);
             const isPrivate = options.private ?? false;
-            if (isPrivate && !on("privatePreview")) throw new NotSupportedError("privatePreview", context.runtime.name);
+            if (isPrivate && !on("privatePreview"))
+              throw new NotSupportedError("privatePreview", context.runtime.name);
             return driverMethod(context, driver.doExposePort, "exposePort")(context.handle, port, {
               ...call(),
               private: isPrivate,
@@ -64,7 +79,11 @@ export function createGatedApis(
           ),
         unexpose: (port) =>
           guard(context, "ports.unexpose", async () =>
-            driverMethod(context, driver.doUnexposePort, "ports.unexpose")(context.handle, validatePort(port), call()),
+            driverMethod(context, driver.doUnexposePort, "ports.unexpose")(
+              context.handle,
+              validatePort(port),
+              call(),
+            ),
           ),
         fetch: (port, path, init) =>
           guard(context, "ports.fetch", async () => {
@@ -84,14 +103,22 @@ export function createGatedApis(
             if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
               throw invalid("snapshot name must be a non-empty string");
             }
-            return driverMethod(context, driver.doCreateSnapshot, "snapshot")(context.handle, {
+            return driverMethod(
+              context,
+              driver.doCreateSnapshot,
+              "snapshot",
+            )(context.handle, {
               ...call(),
               name: options.name,
             });
           }),
         restore: (ref) =>
           guard(context, "snapshots.restore", async () =>
-            driverMethod(context, driver.doRestoreSnapshot, "snapshot")(context.handle, validateSnapshotRef(ref), call()),
+            driverMethod(context, driver.doRestoreSnapshot, "snapshot")(
+              context.handle,
+              validateSnapshotRef(ref),
+              call(),
+            ),
           ),
         list: () =>
           guard(context, "snapshots.list", async () =>
@@ -99,7 +126,11 @@ export function createGatedApis(
           ),
         delete: (ref) =>
           guard(context, "snapshots.delete", async () =>
-            driverMethod(context, driver.doDeleteSnapshot, "snapshot")(context.handle, validateSnapshotRef(ref), call()),
+            driverMethod(context, driver.doDeleteSnapshot, "snapshot")(
+              context.handle,
+              validateSnapshotRef(ref),
+              call(),
+            ),
           ),
       }
     : undefined;
@@ -108,8 +139,13 @@ export function createGatedApis(
     ? (options = {}) =>
         guard(context, "fork", async () => {
           const count = options.count ?? 1;
-          if (!Number.isInteger(count) || count < 1 || count > 100) throw invalid("fork count must be an integer from 1 to 100");
-          const handles = await driverMethod(context, driver.doFork, "fork")(context.handle, { ...call(), count });
+          if (!Number.isInteger(count) || count < 1 || count > 100)
+            throw invalid("fork count must be an integer from 1 to 100");
+          const handles = await driverMethod(
+            context,
+            driver.doFork,
+            "fork",
+          )(context.handle, { ...call(), count });
           return handles.map(wrapSandbox);
         })
     : undefined;
@@ -118,7 +154,11 @@ export function createGatedApis(
     ? {
         setEgress: (policy) =>
           guard(context, "network.setEgress", async () =>
-            driverMethod(context, driver.doSetEgress, "egressControl")(context.handle, validateEgressPolicy(policy), call()),
+            driverMethod(context, driver.doSetEgress, "egressControl")(
+              context.handle,
+              validateEgressPolicy(policy),
+              call(),
+            ),
           ),
       }
     : undefined;
@@ -128,11 +168,22 @@ export function createGatedApis(
         create: (options) =>
           guard(context, "pty.create", async () => {
             const { cols, rows } = options ?? {};
-            if (!Number.isInteger(cols) || !Number.isInteger(rows) || cols < 1 || rows < 1 || cols > 1000 || rows > 1000) {
+            if (
+              !Number.isInteger(cols) ||
+              !Number.isInteger(rows) ||
+              cols < 1 ||
+              rows < 1 ||
+              cols > 1000 ||
+              rows > 1000
+            ) {
               throw invalid("pty cols and rows must be integers from 1 to 1000");
             }
             if (typeof options.onData !== "function") throw invalid("pty needs an onData callback");
-            const handle = await driverMethod(context, driver.doCreatePty, "pty")(context.handle, {
+            const handle = await driverMethod(
+              context,
+              driver.doCreatePty,
+              "pty",
+            )(context.handle, {
               ...call(),
               cols,
               rows,
@@ -168,7 +219,11 @@ export function createGatedApis(
           guard(context, "code.run", async () => {
             if (typeof source !== "string") throw invalid("code must be a string");
             if (options.context !== undefined && !on("statefulKernel")) {
-              throw new NotSupportedError("statefulKernel", context.runtime.name, "code contexts need a stateful kernel");
+              throw new NotSupportedError(
+                "statefulKernel",
+                context.runtime.name,
+                "code contexts need a stateful kernel",
+              );
             }
             return driverMethod(context, driver.doRunCode, "codeInterpreter")(context.handle, source, {
               ...call(),
@@ -182,7 +237,9 @@ export function createGatedApis(
   const ssh: SshApi | undefined = on("ssh")
     ? {
         access: () =>
-          guard(context, "ssh.access", async () => driverMethod(context, driver.doGetSshAccess, "ssh")(context.handle, call())),
+          guard(context, "ssh.access", async () =>
+            driverMethod(context, driver.doGetSshAccess, "ssh")(context.handle, call()),
+          ),
       }
     : undefined;
 

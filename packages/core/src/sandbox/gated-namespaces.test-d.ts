@@ -48,7 +48,10 @@ describe("gated namespaces follow the provider's literal capability map", () => 
   });
 
   test("opting into a lossy emulation turns the namespace on", async () => {
-    const sandbox = await createSandboxClient({ provider: ptyOnly, emulate: ["snapshot", "codeInterpreter"] }).create();
+    const sandbox = await createSandboxClient({
+      provider: ptyOnly,
+      emulate: ["snapshot", "codeInterpreter"],
+    }).create();
     expectTypeOf(sandbox.snapshots).toEqualTypeOf<SnapshotsApi>();
     expectTypeOf(sandbox.code).toEqualTypeOf<CodeApi>();
     expectTypeOf(sandbox.fork).toEqualTypeOf<undefined>();

@@ -71,8 +71,10 @@ export function createProviderRuntime(
   };
 
   const files = emulatedFiles(emulation);
-  const pick = <K extends MethodName>(method: K, emulated: ProviderDriver[K] | undefined): ProviderDriver[K] | undefined =>
-    own(method) ?? emulated;
+  const pick = <K extends MethodName>(
+    method: K,
+    emulated: ProviderDriver[K] | undefined,
+  ): ProviderDriver[K] | undefined => own(method) ?? emulated;
   const level = (name: keyof typeof map) => map[name];
   const gated = <K extends MethodName>(
     capability: keyof typeof map,
@@ -109,36 +111,93 @@ export function createProviderRuntime(
     if (value !== undefined) driver[method] = value;
   };
   for (const [method, value] of Object.entries(fileMethods)) assign(method as MethodName, value as never);
-  assign("doExecStream", gated("streaming", "doExecStream", () => emulatedExecStream(emulation)));
+  assign(
+    "doExecStream",
+    gated("streaming", "doExecStream", () => emulatedExecStream(emulation)),
+  );
   const bg = level("background") === "emulated" ? background() : undefined;
-  assign("doSpawn", gated("background", "doSpawn", () => bg?.doSpawn));
-  assign("doListProcesses", gated("background", "doListProcesses", () => bg?.doListProcesses));
-  assign("doConnectProcess", gated("background", "doConnectProcess", () => bg?.doConnectProcess));
-  assign("doKillProcess", gated("killProcess", "doKillProcess", () => (bg ?? background()).doKillProcess));
-  assign("doCreatePty", gated("pty", "doCreatePty", () => undefined));
+  assign(
+    "doSpawn",
+    gated("background", "doSpawn", () => bg?.doSpawn),
+  );
+  assign(
+    "doListProcesses",
+    gated("background", "doListProcesses", () => bg?.doListProcesses),
+  );
+  assign(
+    "doConnectProcess",
+    gated("background", "doConnectProcess", () => bg?.doConnectProcess),
+  );
+  assign(
+    "doKillProcess",
+    gated("killProcess", "doKillProcess", () => (bg ?? background()).doKillProcess),
+  );
+  assign(
+    "doCreatePty",
+    gated("pty", "doCreatePty", () => undefined),
+  );
   assign(
     "doWatch",
     gated("filesWatch", "doWatch", () => emulatedWatch(emulation, { doListFiles: fileMethods.doListFiles! })),
   );
-  assign("doMetrics", gated("metrics", "doMetrics", () => emulatedMetrics(emulation)));
-  assign("doList", gated("list", "doList", () => undefined));
-  assign("doStop", gated("stop", "doStop", () => undefined));
-  assign("doPause", gated("pause", "doPause", () => undefined));
+  assign(
+    "doMetrics",
+    gated("metrics", "doMetrics", () => emulatedMetrics(emulation)),
+  );
+  assign(
+    "doList",
+    gated("list", "doList", () => undefined),
+  );
+  assign(
+    "doStop",
+    gated("stop", "doStop", () => undefined),
+  );
+  assign(
+    "doPause",
+    gated("pause", "doPause", () => undefined),
+  );
   if (level("stop") === "native" || level("pause") === "native") assign("doResume", own("doResume"));
-  assign("doSetTimeout", gated("setTimeout", "doSetTimeout", () => undefined));
-  assign("doExposePort", gated("exposePort", "doExposePort", () => undefined));
+  assign(
+    "doSetTimeout",
+    gated("setTimeout", "doSetTimeout", () => undefined),
+  );
+  assign(
+    "doExposePort",
+    gated("exposePort", "doExposePort", () => undefined),
+  );
   if (level("exposePort") === "native") {
     assign("doListPorts", own("doListPorts"));
     assign("doUnexposePort", own("doUnexposePort"));
   }
-  assign("doFetchPort", gated("proxiedFetch", "doFetchPort", () => undefined));
-  assign("doSetEgress", gated("egressControl", "doSetEgress", () => undefined));
-  assign("doGetSshAccess", gated("ssh", "doGetSshAccess", () => undefined));
+  assign(
+    "doFetchPort",
+    gated("proxiedFetch", "doFetchPort", () => undefined),
+  );
+  assign(
+    "doSetEgress",
+    gated("egressControl", "doSetEgress", () => undefined),
+  );
+  assign(
+    "doGetSshAccess",
+    gated("ssh", "doGetSshAccess", () => undefined),
+  );
   const snapshots = level("snapshot") === "emulated" ? emulatedSnapshots(emulation, workdir) : undefined;
-  assign("doCreateSnapshot", gated("snapshot", "doCreateSnapshot", () => snapshots?.doCreateSnapshot));
-  assign("doRestoreSnapshot", gated("snapshot", "doRestoreSnapshot", () => snapshots?.doRestoreSnapshot));
-  assign("doListSnapshots", gated("snapshot", "doListSnapshots", () => snapshots?.doListSnapshots));
-  assign("doDeleteSnapshot", gated("snapshot", "doDeleteSnapshot", () => snapshots?.doDeleteSnapshot));
+  assign(
+    "doCreateSnapshot",
+    gated("snapshot", "doCreateSnapshot", () => snapshots?.doCreateSnapshot),
+  );
+  assign(
+    "doRestoreSnapshot",
+    gated("snapshot", "doRestoreSnapshot", () => snapshots?.doRestoreSnapshot),
+  );
+  assign(
+    "doListSnapshots",
+    gated("snapshot", "doListSnapshots", () => snapshots?.doListSnapshots),
+  );
+  assign(
+    "doDeleteSnapshot",
+    gated("snapshot", "doDeleteSnapshot", () => snapshots?.doDeleteSnapshot),
+  );
   assign(
     "doFork",
     gated("fork", "doFork", () =>
@@ -151,7 +210,10 @@ export function createProviderRuntime(
       ),
     ),
   );
-  assign("doRunCode", gated("codeInterpreter", "doRunCode", () => emulatedCodeInterpreter(emulation)));
+  assign(
+    "doRunCode",
+    gated("codeInterpreter", "doRunCode", () => emulatedCodeInterpreter(emulation)),
+  );
   const dispose = own("doDispose");
   if (dispose) driver.doDispose = dispose;
   return { name: provider.name, provider, capabilities, driver, emulation, createdSpecs };

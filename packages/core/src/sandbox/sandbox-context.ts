@@ -18,7 +18,11 @@ export interface SandboxContext {
  * Runs one facade operation so that whatever it throws leaves as a `SandboxError` naming the provider
  * and the operation, and is reported to the hooks once.
  */
-export async function guard<T>(context: SandboxContext, operation: string, run: () => Promise<T>): Promise<T> {
+export async function guard<T>(
+  context: SandboxContext,
+  operation: string,
+  run: () => Promise<T>,
+): Promise<T> {
   try {
     return await run();
   } catch (error) {

@@ -55,7 +55,18 @@ describe.each(USERLANDS)("facade over a bare %s exec", (userland) => {
   });
 
   test("argv is passed byte-exact, with no shell interpretation", async () => {
-    const hostile = ["it's", 'say "hi"', "$(touch /tmp/pwned)", "`id`", "a\nb", "tab\there", "ünïcødé ✓", "*", "-n", ""];
+    const hostile = [
+      "it's",
+      'say "hi"',
+      "$(touch /tmp/pwned)",
+      "`id`",
+      "a\nb",
+      "tab\there",
+      "ünïcødé ✓",
+      "*",
+      "-n",
+      "",
+    ];
     const result = await sandbox.commands.run(["printf", "%s|", ...hostile]);
     expect(result.stdout).toBe(`${hostile.join("|")}|`);
     expect((await sandbox.commands.run("test -e /tmp/pwned && echo yes || echo no")).stdout).toBe("no\n");
@@ -73,8 +84,12 @@ describe.each(USERLANDS)("facade over a bare %s exec", (userland) => {
     expect(result.stdout).toBe(`/tmp/with space/it's\n${Object.values(env).join("|")}|`);
     const missing = await sandbox.commands.run("touch ran-here", { cwd: "/tmp/no/such/dir" });
     expect(missing.exitCode).not.toBe(0);
-    expect((await sandbox.commands.run("test -e ran-here && echo ran || echo not-run")).stdout).toBe("not-run\n");
-    const badKey = await Promise.resolve(sandbox.commands.run("true", { env: { "A-B": "x" } })).catch((e: unknown) => e);
+    expect((await sandbox.commands.run("test -e ran-here && echo ran || echo not-run")).stdout).toBe(
+      "not-run\n",
+    );
+    const badKey = await Promise.resolve(sandbox.commands.run("true", { env: { "A-B": "x" } })).catch(
+      (e: unknown) => e,
+    );
     expect((badKey as SandboxError).code).toBe("Validation");
   });
 
@@ -87,7 +102,12 @@ describe.each(USERLANDS)("facade over a bare %s exec", (userland) => {
       events.push(event);
     }
     const total = Date.now() - started;
-    expect(events.filter((e) => e.type === "stdout").map((e) => (e as { data: string }).data).join("")).toBe("a\nb\n");
+    expect(
+      events
+        .filter((e) => e.type === "stdout")
+        .map((e) => (e as { data: string }).data)
+        .join(""),
+    ).toBe("a\nb\n");
     expect(events.at(-1)).toEqual({ type: "exit", exitCode: 0 });
     expect(total).toBeGreaterThanOrEqual(2000);
     expect(firstAt).toBeLessThan(total - 1000);
@@ -95,20 +115,24 @@ describe.each(USERLANDS)("facade over a bare %s exec", (userland) => {
 
   test("onStdout sees the same text the result holds, and stdin reaches the command", async () => {
     const chunks: string[] = [];
-    const result = await sandbox.commands.run("cat; echo done", { stdin: "from stdin ✓\n", onStdout: (c) => chunks.push(c) });
+    const result = await sandbox.commands.run("cat; echo done", {
+      stdin: "from stdin ✓\n",
+      onStdout: (c) => chunks.push(c),
+    });
     expect(result.stdout).toBe("from stdin ✓\ndone\n");
     expect(chunks.join("")).toBe(result.stdout);
   });
 
   test("a timeout kills the whole tree and rejects with Timeout", async () => {
-    const marker = `sbox-timeout-${userland}-${Date.now()}`;
+    // Durations unique to this run, so other processes on the machine cannot be mistaken for ours.
+    const seconds = 1000 + Math.floor(Math.random() * 8000);
     const error = await Promise.resolve(
-      sandbox.commands.run(`sleep 300 & sleep 301 & echo ${marker}; wait`, { timeoutMs: 1500 }),
+      sandbox.commands.run(`sleep ${seconds} & sleep ${seconds + 1} & wait`, { timeoutMs: 1500 }),
     ).catch((e: unknown) => e);
     expect(SandboxError.isInstance(error)).toBe(true);
     expect((error as SandboxError).code).toBe("Timeout");
     await new Promise((r) => setTimeout(r, 300));
-    const left = spawnSync("pgrep", ["-f", "sleep 30[01]"], { encoding: "utf8" }).stdout.trim();
+    const left = spawnSync("pgrep", ["-f", `^sleep (${seconds}|${seconds + 1})$`], { encoding: "utf8" }).stdout.trim();
     expect(left).toBe("");
   });
 

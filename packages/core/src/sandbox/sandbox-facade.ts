@@ -36,7 +36,8 @@ export function qualifiedId(provider: string, nativeId: string): string {
 /** Turns what a driver reports into the user-facing info, with a core-recorded expiry where there is one. */
 export function toSandboxInfo(provider: string, info: DriverSandboxInfo): SandboxInfo {
   const recorded = info.metadata[EXPIRES_AT_METADATA_KEY];
-  const expiresAt = info.expiresAt ?? (recorded && !Number.isNaN(Date.parse(recorded)) ? new Date(recorded) : undefined);
+  const expiresAt =
+    info.expiresAt ?? (recorded && !Number.isNaN(Date.parse(recorded)) ? new Date(recorded) : undefined);
   const result: SandboxInfo = {
     id: qualifiedId(provider, info.id),
     provider,
@@ -70,14 +71,20 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
     capabilities: runtime.capabilities,
     can(capability: CapabilityName): boolean {
       if (map[capability] === undefined) throw invalid(`unknown capability ${JSON.stringify(capability)}`);
-      return map[capability] !== "unsupported" && (NAMESPACE_OF[capability] === undefined || gated[NAMESPACE_OF[capability]] !== undefined);
+      return (
+        map[capability] !== "unsupported" &&
+        (NAMESPACE_OF[capability] === undefined || gated[NAMESPACE_OF[capability]] !== undefined)
+      );
     },
     getInfo: (opts: { signal?: AbortSignal | undefined } = {}) =>
-      guard(context, "getInfo", async () => toSandboxInfo(runtime.name, await driver.doGetInfo(handle, call(opts.signal)))),
+      guard(context, "getInfo", async () =>
+        toSandboxInfo(runtime.name, await driver.doGetInfo(handle, call(opts.signal))),
+      ),
     setTimeout: (ttlMs: number) =>
       guard(context, "setTimeout", async () => {
         requireCapability(context, "setTimeout");
-        if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) throw invalid("ttlMs must be a positive number");
+        if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0)
+          throw invalid("ttlMs must be a positive number");
         await driverMethod(context, driver.doSetTimeout, "setTimeout")(handle, ttlMs, call());
       }),
     stop: () =>

@@ -82,7 +82,10 @@ export interface CommandsApi {
   /** Runs a command; `string[]` is argv (no shell). */
   run(command: string | readonly string[], options?: RunOptions): CommandHandle;
   /** Starts a background process (`background`). */
-  spawn(command: string | readonly string[], options?: Omit<RunOptions, "timeoutMs">): Promise<SandboxProcess>;
+  spawn(
+    command: string | readonly string[],
+    options?: Omit<RunOptions, "timeoutMs">,
+  ): Promise<SandboxProcess>;
   /** Lists background processes (`background`). */
   list(): Promise<ProcessInfo[]>;
   /** Re-attaches to a background process, also from another client or OS process (`background`). */
@@ -165,7 +168,10 @@ export interface PtyApi {
 
 /** `sandbox.code` (`codeInterpreter`). */
 export interface CodeApi {
-  run(code: string, options?: { language?: string | undefined; context?: string | undefined }): Promise<CodeRunResult>;
+  run(
+    code: string,
+    options?: { language?: string | undefined; context?: string | undefined },
+  ): Promise<CodeRunResult>;
 }
 
 /** `sandbox.ssh` (`ssh`). */
@@ -236,7 +242,9 @@ export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> {
   readonly provider: string;
   readonly capabilities: Capabilities<TCaps>;
   /** Type guard: true when the capability is native or emulated; narrows its namespace to defined. */
-  can<C extends CapabilityName>(capability: C): this is { readonly [K in NamespaceOf<C>]: GatedNamespaces[K] };
+  can<C extends CapabilityName>(
+    capability: C,
+  ): this is { readonly [K in NamespaceOf<C>]: GatedNamespaces[K] };
   getInfo(options?: { signal?: AbortSignal | undefined }): Promise<SandboxInfo>;
   setTimeout(ttlMs: number): Promise<void>;
   stop(): Promise<void>;

@@ -2,26 +2,27 @@
  * `@sbox/core/spec`: the contract a provider implements. No runtime dependencies; safe for third-party
  * adapters to import.
  */
-export { CAPABILITY_NAMES, isCapabilityName } from "../capabilities/capability-names.js";
-export type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabilities/capability-names.js";
+
 export type { CapabilityFlags, PreviewModel } from "../capabilities/capability-flags.js";
+export type { DriverMethodName } from "../capabilities/capability-methods.js";
 export {
   CAPABILITY_DRIVER_METHODS,
   EMULATABLE_DRIVER_METHODS,
   FILE_DRIVER_METHODS,
   REQUIRED_DRIVER_METHODS,
 } from "../capabilities/capability-methods.js";
-export type { DriverMethodName } from "../capabilities/capability-methods.js";
-export { checkProviderManifest } from "../capabilities/manifest.js";
+export type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabilities/capability-names.js";
+export { CAPABILITY_NAMES, isCapabilityName } from "../capabilities/capability-names.js";
 export type { ManifestProblem } from "../capabilities/manifest.js";
-export { SANDBOX_ERROR_CODES } from "../errors/error-codes.js";
-export type { SandboxErrorCode } from "../errors/error-codes.js";
-export { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
-export type { SandboxErrorOptions } from "../errors/sandbox-error.js";
-export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../errors/to-sandbox-error.js";
-export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
-export { redactSecrets } from "../errors/redact.js";
+export { checkProviderManifest } from "../capabilities/manifest.js";
 export { shellCommandOf, shellQuote, shellQuoteArgv } from "../emulation/shell-quote.js";
+export type { SandboxErrorCode } from "../errors/error-codes.js";
+export { SANDBOX_ERROR_CODES } from "../errors/error-codes.js";
+export { redactSecrets } from "../errors/redact.js";
+export type { SandboxErrorOptions } from "../errors/sandbox-error.js";
+export { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
+export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
+export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../errors/to-sandbox-error.js";
 export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
 export type * from "./provider-spec.js";

@@ -175,7 +175,10 @@ export interface ProviderDriver<TNative = unknown> {
     request: DriverExecRequest & DriverOutputCallbacks,
   ): Promise<DriverExit>;
   /** `background`: starts a detached process that survives the caller. */
-  doSpawn?(sandbox: DriverSandbox<TNative>, request: DriverExecRequest & DriverOutputCallbacks): Promise<DriverProcess>;
+  doSpawn?(
+    sandbox: DriverSandbox<TNative>,
+    request: DriverExecRequest & DriverOutputCallbacks,
+  ): Promise<DriverProcess>;
   /** `background`: lists processes started with `doSpawn`. */
   doListProcesses?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<ProcessInfo[]>;
   /** `background`: re-attaches to a spawned process; replays retained output first. */
@@ -185,7 +188,12 @@ export interface ProviderDriver<TNative = unknown> {
     request: DriverCallOptions & DriverOutputCallbacks,
   ): Promise<DriverProcess>;
   /** `killProcess`: signals a process and its whole tree. */
-  doKillProcess?(sandbox: DriverSandbox<TNative>, pid: number, signal: string, options: DriverCallOptions): Promise<void>;
+  doKillProcess?(
+    sandbox: DriverSandbox<TNative>,
+    pid: number,
+    signal: string,
+    options: DriverCallOptions,
+  ): Promise<void>;
   /** `pty`. */
   doCreatePty?(sandbox: DriverSandbox<TNative>, request: DriverPtyRequest): Promise<DriverPty>;
 
@@ -210,7 +218,11 @@ export interface ProviderDriver<TNative = unknown> {
     data: ReadableStream<Uint8Array>,
     options: DriverCallOptions & { mode?: number | undefined },
   ): Promise<void>;
-  doListFiles?(sandbox: DriverSandbox<TNative>, path: string, options: DriverCallOptions): Promise<DirEntry[]>;
+  doListFiles?(
+    sandbox: DriverSandbox<TNative>,
+    path: string,
+    options: DriverCallOptions,
+  ): Promise<DirEntry[]>;
   doStat?(sandbox: DriverSandbox<TNative>, path: string, options: DriverCallOptions): Promise<FileInfo>;
   doMkdir?(
     sandbox: DriverSandbox<TNative>,
@@ -222,7 +234,12 @@ export interface ProviderDriver<TNative = unknown> {
     path: string,
     options: DriverCallOptions & { recursive: boolean },
   ): Promise<void>;
-  doRename?(sandbox: DriverSandbox<TNative>, from: string, to: string, options: DriverCallOptions): Promise<void>;
+  doRename?(
+    sandbox: DriverSandbox<TNative>,
+    from: string,
+    to: string,
+    options: DriverCallOptions,
+  ): Promise<void>;
   /** `filesWatch`. */
   doWatch?(
     sandbox: DriverSandbox<TNative>,
@@ -256,7 +273,11 @@ export interface ProviderDriver<TNative = unknown> {
   /** `proxiedFetch`. */
   doFetchPort?(sandbox: DriverSandbox<TNative>, port: number, request: Request): Promise<Response>;
   /** `egressControl`. */
-  doSetEgress?(sandbox: DriverSandbox<TNative>, policy: EgressPolicy, options: DriverCallOptions): Promise<void>;
+  doSetEgress?(
+    sandbox: DriverSandbox<TNative>,
+    policy: EgressPolicy,
+    options: DriverCallOptions,
+  ): Promise<void>;
   /** `ssh`. */
   doGetSshAccess?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<SshAccess>;
 
@@ -266,9 +287,17 @@ export interface ProviderDriver<TNative = unknown> {
     sandbox: DriverSandbox<TNative>,
     options: DriverCallOptions & { name?: string | undefined },
   ): Promise<SnapshotRef>;
-  doRestoreSnapshot?(sandbox: DriverSandbox<TNative>, ref: SnapshotRef, options: DriverCallOptions): Promise<void>;
+  doRestoreSnapshot?(
+    sandbox: DriverSandbox<TNative>,
+    ref: SnapshotRef,
+    options: DriverCallOptions,
+  ): Promise<void>;
   doListSnapshots?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<SnapshotRef[]>;
-  doDeleteSnapshot?(sandbox: DriverSandbox<TNative>, ref: SnapshotRef, options: DriverCallOptions): Promise<void>;
+  doDeleteSnapshot?(
+    sandbox: DriverSandbox<TNative>,
+    ref: SnapshotRef,
+    options: DriverCallOptions,
+  ): Promise<void>;
   /** `fork`: independent copies of a running sandbox. */
   doFork?(
     sandbox: DriverSandbox<TNative>,
@@ -306,5 +335,7 @@ export interface ProviderDeclaration<TCaps extends CapabilityMap = CapabilityMap
 }
 
 /** A provider: its declaration plus its driver methods. Build one with `defineProvider`. */
-export type SandboxProvider<TCaps extends CapabilityMap = CapabilityMap, TNative = unknown> = ProviderDeclaration<TCaps> &
-  ProviderDriver<TNative>;
+export type SandboxProvider<
+  TCaps extends CapabilityMap = CapabilityMap,
+  TNative = unknown,
+> = ProviderDeclaration<TCaps> & ProviderDriver<TNative>;
