@@ -1,8 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { type FSWatcher, watch } from "node:fs";
-import { type FileHandle, mkdir, open } from "node:fs/promises";
-import type { Socket } from "node:net";
-import type { Writable } from "node:stream";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { constants, type FSWatcher, open as openFd, watch } from "node:fs";
+import { mkdir, open } from "node:fs/promises";
+import { Socket } from "node:net";
 import type {
   DriverExecRequest,
   DriverExit,
@@ -37,15 +36,17 @@ import {
 } from "./local-procfs.js";
 
 /**
- * The wrapper every background command runs under, on the host: it waits for the command and writes its
- * exit code next to the output files. Catchable signals are trapped (not ignored, which children would
- * inherit) so that a `kill -TERM` of the group still lets it record how the command ended. Only shell
- * builtins, so a user's PATH cannot break it.
+ * The wrapper every background command runs under, on the host: it feeds the command's stdin from the
+ * record's FIFO, waits for it and writes its exit code next to the output files. Catchable signals are
+ * trapped (not ignored, which children would inherit) so that a `kill -TERM` of the group still lets it
+ * record how the command ended. Only shell builtins, so a user's PATH cannot break it.
  */
 const WRAPPER =
-  'rec=$1; shift; trap : HUP INT TERM QUIT USR1 USR2 ALRM; "$@"; code=$?; printf "%s\\n" "$code" >"$rec/exit"; exit "$code"';
+  'rec=$1; shift; trap : HUP INT TERM QUIT USR1 USR2 ALRM; "$@" <"$rec/stdin"; code=$?; printf "%s\\n" "$code" >"$rec/exit"; exit "$code"';
 
 const LIVENESS_POLL_MS = 100;
+/** How long a catchable signal waits for the command to exist when sent right after the spawn. */
+const CATCHABLE_RETRY_MS = 3_000;
 
 /** Background processes this host program follows; `dispose()` lets go of them. */
 export class ProcessRegistry {
@@ -83,9 +84,9 @@ class BackgroundProcess implements DriverProcess {
   private readonly out: FileFollower;
   private readonly err: FileFollower;
   private readonly exited: Promise<DriverExit>;
-  private pipe: Writable | undefined;
-  private reopened: FileHandle | undefined;
+  private stdin: Socket | undefined;
   private stdinClosed = false;
+  private ended = false;
   private watcher: FSWatcher | undefined;
   private poll: ReturnType<typeof setTimeout> | undefined;
   private wakeEnded: (() => void) | undefined;
@@ -96,17 +97,21 @@ class BackgroundProcess implements DriverProcess {
     private readonly meta: ProcessMeta,
     output: DriverOutputCallbacks,
     private readonly child?: ChildProcess | undefined,
+    stdin?: Socket | undefined,
   ) {
     this.pid = meta.pid;
     this.out = new FileFollower(files.stdout, (chunk) => output.onStdout(chunk));
     this.err = new FileFollower(files.stderr, (chunk) => output.onStderr(chunk));
     this.out.start();
     this.err.start();
-    // A pipe that was already ended (stdin given as bytes) cannot be written again.
-    if (child?.stdin && !child.stdin.writableEnded) this.pipe = child.stdin;
-    else if (child) this.stdinClosed = true;
+    // A writer that was already ended (stdin given as bytes) cannot be written again.
+    if (stdin && !stdin.writableEnded) this.stdin = stdin;
+    else if (stdin) this.stdinClosed = true;
     const ended = child ? this.childEnded(child) : this.recordEnded().then(() => undefined);
     this.exited = ended.then(async (wrapperExit) => {
+      this.ended = true;
+      this.stdin?.destroy();
+      this.stdin = undefined;
       await Promise.all([this.out.finish(), this.err.finish()]);
       this.context.registry.delete(this);
       return finalExit(this.files, wrapperExit);
@@ -167,47 +172,36 @@ class BackgroundProcess implements DriverProcess {
   }
 
   async writeStdin(data: Uint8Array): Promise<void> {
-    if (this.pipe) {
-      const pipe = this.pipe;
-      await new Promise<void>((resolve, reject) => {
-        pipe.write(data, (error) => (error ? reject(toLocalError(error, "process.writeStdin")) : resolve()));
-      });
-      return;
-    }
-    const reopened = await this.reopenStdin();
-    await reopened.write(data);
+    if (this.ended) throw localError("InvalidState", `process ${this.pid} has ended; its stdin is closed`);
+    const writer = this.stdin ?? (await this.openStdin());
+    await new Promise<void>((resolve, reject) => {
+      writer.write(data, (error) => (error ? reject(toLocalError(error, "process.writeStdin")) : resolve()));
+    });
   }
 
   async closeStdin(): Promise<void> {
-    const pipe = this.pipe;
-    const reopened = this.reopened;
-    this.pipe = undefined;
-    this.reopened = undefined;
+    const writer = this.stdin;
+    this.stdin = undefined;
     this.stdinClosed = true;
-    if (pipe) await new Promise<void>((resolve) => pipe.end(() => resolve()));
-    if (reopened) await reopened.close();
+    if (writer && !writer.destroyed) await new Promise<void>((resolve) => writer.end(() => resolve()));
   }
 
   /**
-   * For a process this program did not start (or whose pipe it already closed): the same pipe, reopened for
-   * writing through `/proc/<pid>/fd/0` of its wrapper.
+   * For a process this program did not start: its stdin FIFO, opened for writing. The process sees end of
+   * input once every writer is closed, also the one of the program that started it.
    */
-  private async reopenStdin(): Promise<FileHandle> {
-    if (this.reopened) return this.reopened;
+  private async openStdin(): Promise<Socket> {
     if (this.stdinClosed) throw localError("InvalidState", `the stdin of process ${this.pid} was closed`);
     if (!(await isRunning(this.files, this.meta))) {
       throw localError("InvalidState", `process ${this.pid} has ended; its stdin is closed`);
     }
     try {
-      this.reopened = await open(`/proc/${this.meta.pid}/fd/0`, "w");
+      this.stdin = await openFifoWriter(this.files.stdin, constants.O_WRONLY);
     } catch (error) {
-      throw localError(
-        "InvalidState",
-        `the stdin of process ${this.pid} cannot be reopened from this program`,
-        error,
-      );
+      // ENXIO: nobody reads the FIFO any more; the command closed its stdin or is gone.
+      throw localError("InvalidState", `the stdin of process ${this.pid} is closed`, error);
     }
-    return this.reopened;
+    return this.stdin;
   }
 
   /** Stops following; the process itself keeps running. */
@@ -218,8 +212,33 @@ class BackgroundProcess implements DriverProcess {
     if (this.poll) clearTimeout(this.poll);
     this.wakeEnded = undefined;
     this.child?.unref();
-    (this.pipe as Socket | undefined)?.unref?.();
+    this.stdin?.unref();
   }
+}
+
+/** Creates the FIFO a background command reads its stdin from. */
+function makeFifo(path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile("mkfifo", ["-m", "600", path], { timeout: 10_000 }, (error) =>
+      error
+        ? reject(
+            localError("Provider", `could not create a FIFO for stdin (mkfifo): ${error.message}`, error),
+          )
+        : resolve(),
+    );
+  });
+}
+
+/** Opens a FIFO without blocking and wraps it in a stream with backpressure (writes never block a thread). */
+function openFifoWriter(path: string, mode: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    openFd(path, mode | constants.O_NONBLOCK, (error, fd) => {
+      if (error) return reject(error);
+      const socket = new Socket({ fd, readable: false, writable: true });
+      socket.on("error", () => {});
+      resolve(socket);
+    });
+  });
 }
 
 /** Signals a recorded process and its whole tree; a process that already ended is left alone. */
@@ -232,14 +251,22 @@ export async function killRecordedProcess(
   const alive = await isProcessAlive(meta.pid, meta.startTime);
   if (!alive && (await recordedExitCode(files)) !== undefined) return;
   await recordKill(files, signal);
-  await signalTree({ name: COMMAND_TAG_VARIABLE, value: meta.token }, signal, {
+  const options = {
     groups: alive ? [meta.pid] : [],
     // The wrapper must live to record the exit; bubblewrap's monitor would die and orphan the command.
     spare: {
       pids: [meta.pid],
       exe: context.isolation.mode === "bwrap" ? context.isolation.bwrapPath : undefined,
     },
-  });
+  };
+  const tag = { name: COMMAND_TAG_VARIABLE, value: meta.token };
+  const deadline = Date.now() + CATCHABLE_RETRY_MS;
+  // Right after a spawn only the wrapper and bubblewrap may exist yet, and they are spared: try again until
+  // the command itself is there to receive the signal (or the process is gone).
+  while ((await signalTree(tag, signal, options)) === 0 && signal !== "SIGKILL" && Date.now() < deadline) {
+    if (!(await isProcessAlive(meta.pid, meta.startTime))) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** A command that only reports a failed `cd`, so a bad cwd fails the same way as under bubblewrap. */
@@ -288,6 +315,10 @@ export async function spawnBackground(
       : planned.env;
   const plan = failingPlan(context.settings, planned, target.paths.workspace, fallbackEnv);
   await mkdir(files.dir, { mode: 0o700 });
+  await makeFifo(files.stdin);
+  // Read-write, so the FIFO has a writer before the command opens it (its open never blocks) and the
+  // command sees end of input only when this writer (and any other) is closed.
+  const stdin = await openFifoWriter(files.stdin, constants.O_RDWR);
   const stdout = await open(files.stdout, "a", 0o600);
   const stderr = await open(files.stderr, "a", 0o600);
   let child: ChildProcess;
@@ -298,7 +329,7 @@ export async function spawnBackground(
       {
         cwd: plan.cwd,
         env: plan.env,
-        stdio: ["pipe", stdout.fd, stderr.fd],
+        stdio: ["ignore", stdout.fd, stderr.fd],
         detached: true,
       },
     );
@@ -307,6 +338,7 @@ export async function spawnBackground(
       child.once("error", reject);
     });
   } catch (error) {
+    stdin.destroy();
     throw localError(
       "Provider",
       `could not start the background command: ${(error as Error).message}`,
@@ -326,9 +358,8 @@ export async function spawnBackground(
     startedAt: new Date().toISOString(),
   };
   await writeProcessMeta(files, meta);
-  child.stdin?.on("error", () => {});
-  if (request.stdin instanceof Uint8Array) child.stdin?.end(request.stdin);
-  return new BackgroundProcess(context, files, meta, request, child);
+  if (request.stdin instanceof Uint8Array) stdin.end(request.stdin);
+  return new BackgroundProcess(context, files, meta, request, child, stdin);
 }
 
 /** Re-attaches to a background process by pid: replays its output from the start, then follows it. */

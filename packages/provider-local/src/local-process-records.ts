@@ -24,6 +24,8 @@ export interface ProcessFiles {
   readonly meta: string;
   readonly stdout: string;
   readonly stderr: string;
+  /** FIFO the command reads its stdin from. */
+  readonly stdin: string;
   /** Written by the wrapper when the command ends: its exit code. */
   readonly exit: string;
   /** Written by the provider before it signals the process: the signal's name. */
@@ -38,6 +40,7 @@ export function processFiles(procsDir: string, token: string): ProcessFiles {
     meta: join(dir, "meta.json"),
     stdout: join(dir, "stdout"),
     stderr: join(dir, "stderr"),
+    stdin: join(dir, "stdin"),
     exit: join(dir, "exit"),
     killed: join(dir, "killed"),
   };

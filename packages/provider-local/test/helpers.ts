@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -109,4 +110,39 @@ export async function destroyAll(provider: AnyLocalProvider): Promise<number> {
     count++;
   }
   return count;
+}
+
+/**
+ * Bundles `test/fixtures/local-child.ts` (with the provider and core sources) into one ESM file, so tests can
+ * run the provider in another OS process. Returns a function running it with arguments, which resolves with
+ * the JSON line it printed.
+ */
+export async function bundleChild(
+  outDir: string,
+): Promise<(...args: string[]) => Promise<Record<string, unknown>>> {
+  const { build } = await import("esbuild");
+  const outfile = join(outDir, "local-child.mjs");
+  const core = (path: string) => fileURLToPath(new URL(`../../core/src/${path}`, import.meta.url));
+  await build({
+    entryPoints: [fileURLToPath(new URL("./fixtures/local-child.ts", import.meta.url))],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["node-pty"],
+    alias: { "@sbox/core/spec": core("spec/index.ts") },
+    logLevel: "silent",
+  });
+  return (...args: string[]) =>
+    new Promise((resolve, reject) => {
+      execFile(process.execPath, [outfile, ...args], { timeout: 60_000 }, (error, stdout, stderr) => {
+        const line = stdout.trim().split("\n").pop() ?? "";
+        try {
+          resolve(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          reject(new Error(`child failed: ${error?.message ?? ""}\n${stdout}\n${stderr}`));
+        }
+      });
+    });
 }
