@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -23,27 +24,31 @@ if (!ready) {
   }
 }
 
-const home = makeSboxHome({ SBOX_PROVIDER: "docker" });
+// The engine is shared with other suites: everything here carries this run's own label, every listing is
+// filtered by it, and the cleanup removes only what carries it.
+const label = `sbox-cli-test=${randomUUID()}`;
+const home = makeSboxHome({ SBOX_PROVIDER: "docker" }, label);
 const scratch = mkdtempSync(join(tmpdir(), "sbox-cli-docker-"));
 const ALL_BYTES = Buffer.from(Array.from({ length: 256 }, (_, index) => index));
 let id = "";
 
+afterAll(async () => {
+  if (ready) await home.cleanup();
+  else rmSync(home.dir, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
+});
+
 describe.skipIf(!ready)(`sbox against provider-docker (${image})`, () => {
   beforeAll(async () => {
-    const created = await home.run(["create", "-t", image, "-l", "suite=cli-docker"]);
+    const created = await home.run(["create", "-t", image, "-l", label]);
     expect(created.stderr).toBe("");
     expect(created.code).toBe(0);
     id = created.stdout.trim();
     expect(id).toMatch(/^docker:\S+$/);
   });
 
-  afterAll(async () => {
-    await home.cleanup();
-    rmSync(scratch, { recursive: true, force: true });
-  });
-
   it("ls --json lists it by label", async () => {
-    expect(idsOf(await home.run(["ls", "--json", "-l", "suite=cli-docker"]))).toEqual([id]);
+    expect(idsOf(await home.run(["ls", "--json", "-l", label]))).toEqual([id]);
   });
 
   it("exec passes exit codes and stdin through", async () => {
@@ -84,11 +89,11 @@ describe.skipIf(!ready)(`sbox against provider-docker (${image})`, () => {
   });
 
   it("run destroys its container; rm removes the created one", async () => {
-    const ran = await home.run(["run", "-t", image, "--", "sh", "-c", "echo in-docker; exit 5"]);
+    const ran = await home.run(["run", "-t", image, "-l", label, "--", "sh", "-c", "echo in-docker; exit 5"]);
     expect(ran.code).toBe(5);
     expect(ran.stdout).toBe("in-docker\n");
-    expect(idsOf(await home.run(["ls", "--json"]))).toEqual([id]);
+    expect(idsOf(await home.run(["ls", "--json", "-l", label]))).toEqual([id]);
     expect((await home.run(["rm", id])).code).toBe(0);
-    expect(idsOf(await home.run(["ls", "--json"]))).toEqual([]);
+    expect(idsOf(await home.run(["ls", "--json", "-l", label]))).toEqual([]);
   });
 });

@@ -242,6 +242,14 @@ describe("sbox against provider-local (the real binary)", () => {
     expect(result.stderr).toMatch(/^error\[NotFound\]: /);
   });
 
+  it("shell without a terminal is a usage error naming the alternative", async () => {
+    const result = await home.run(["shell", id]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^error\[Validation\]: sbox shell needs a terminal on stdin; for scripts use: sbox exec /,
+    );
+  });
+
   it("port prints a URL that reaches a server in the sandbox", async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
     const server = `require("http").createServer((q, s) => s.end("pong")).listen(${port}, "127.0.0.1")`;

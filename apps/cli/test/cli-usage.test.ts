@@ -33,7 +33,6 @@ describe("sbox usage errors exit 2 with one line", () => {
       ["rm", "local:a", "local:b"],
       /without confirmation: pass --yes/,
     ],
-    ["shell without a terminal", ["shell", "local:abc"], /needs a terminal/],
     [
       "conflicting provider and id prefix",
       ["info", "-p", "docker", "local:abc"],

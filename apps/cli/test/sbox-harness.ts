@@ -84,8 +84,12 @@ export function runSbox(args: readonly string[], options: SboxOptions = {}): Pro
   });
 }
 
-/** Makes a temporary SBOX_HOME and returns helpers bound to it. */
-export function makeSboxHome(extraEnv: Record<string, string> = {}): SboxHome {
+/**
+ * Makes a temporary SBOX_HOME and returns helpers bound to it. `cleanupLabel` limits the final sweep to
+ * sandboxes with that label: a shared backend (a Docker Engine) holds other people's sandboxes too, and
+ * the sweep must never touch them.
+ */
+export function makeSboxHome(extraEnv: Record<string, string> = {}, cleanupLabel?: string): SboxHome {
   const dir = mkdtempSync(join(tmpdir(), "sbox-cli-test-"));
   const env = { SBOX_HOME: dir, ...extraEnv };
   const home: SboxHome = {
@@ -99,7 +103,8 @@ export function makeSboxHome(extraEnv: Record<string, string> = {}): SboxHome {
       });
     },
     async cleanup() {
-      await runSbox(["rm", "--all", "--yes", "--force"], { env }).catch(() => undefined);
+      const filter = cleanupLabel === undefined ? [] : ["--label", cleanupLabel];
+      await runSbox(["rm", "--all", ...filter, "--yes", "--force"], { env }).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -20,11 +20,6 @@ export const shellCommand: CommandDefinition = {
   async run(context, args) {
     const [id] = expectPositionals(args, "shell", ["ID"]);
     const { stdin, stdout } = context.io;
-    if (stdin.isTTY !== true || typeof stdin.setRawMode !== "function") {
-      throw usageError(
-        `sbox shell needs a terminal on stdin; for scripts use: sbox exec ${id} -- sh -c '...'`,
-      );
-    }
     const sandbox = await context.connect(id!);
     const pty = sandbox.pty;
     if (!pty) {
@@ -32,6 +27,11 @@ export const shellCommand: CommandDefinition = {
         "pty",
         sandbox.provider,
         `no interactive shell; use \`sbox exec ${id} -- sh -c '...'\` or a provider with pty (sbox caps)`,
+      );
+    }
+    if (stdin.isTTY !== true || typeof stdin.setRawMode !== "function") {
+      throw usageError(
+        `sbox shell needs a terminal on stdin; for scripts use: sbox exec ${id} -- sh -c '...'`,
       );
     }
     const cwd = typeof args.values.cwd === "string" ? args.values.cwd : undefined;

@@ -1,7 +1,8 @@
+import { fstatSync } from "node:fs";
 import { constants } from "node:os";
 import { Readable } from "node:stream";
 import type { RunOptions, Sandbox } from "@sbox/core";
-import { SandboxError } from "@sbox/core";
+import { NotSupportedError, SandboxError } from "@sbox/core";
 import type { OptionSpecs } from "../args/option-spec.js";
 import type { OptionValues } from "../args/parse-command-line.js";
 import { booleanOption, stringListOption, stringOption } from "../args/parse-command-line.js";
@@ -54,6 +55,17 @@ export function commandSettings(
   };
 }
 
+/** True when stdin is `/dev/null` (or another character device that is not a terminal): nothing to pass. */
+function stdinIsNullDevice(stdin: NodeJS.ReadableStream): boolean {
+  const fd = (stdin as { fd?: unknown }).fd;
+  if (typeof fd !== "number") return false;
+  try {
+    return fstatSync(fd).isCharacterDevice();
+  } catch {
+    return true;
+  }
+}
+
 async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream)
@@ -98,10 +110,19 @@ export async function streamCommand(
     ...(settings.user === undefined ? {} : { user: settings.user }),
     ...(settings.env === undefined ? {} : { env: settings.env }),
   };
-  if (settings.pipeStdin) {
+  if (settings.pipeStdin && !stdinIsNullDevice(context.io.stdin)) {
     const stdin = context.io.stdin;
     if (sandbox.capabilities.map.stdin === "unsupported") {
-      options.stdin = await readAll(stdin);
+      // The provider cannot take input. Empty input loses nothing; any other input must not be dropped
+      // silently, so it is an error (reading to the end is how to tell the two apart).
+      const input = await readAll(stdin);
+      if (input.byteLength > 0) {
+        throw new NotSupportedError(
+          "stdin",
+          sandbox.provider,
+          `${input.byteLength} bytes were piped to sbox but cannot be passed to the command (use --no-stdin to ignore them)`,
+        );
+      }
     } else {
       options.stdin = Readable.toWeb(stdin as Readable) as ReadableStream<Uint8Array>;
     }
