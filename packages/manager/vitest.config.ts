@@ -2,13 +2,15 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 const core = (path: string): string => fileURLToPath(new URL(`../core/src/${path}`, import.meta.url));
+const local = fileURLToPath(new URL("../provider-local/src/index.ts", import.meta.url));
 
 export default defineConfig({
   resolve: {
-    // Tests run against core's sources, so they never see a stale build.
+    // Tests run against the workspace sources, so they never see a stale build.
     alias: [
       { find: /^@sbox\/core\/spec$/, replacement: core("spec/index.ts") },
       { find: /^@sbox\/core$/, replacement: core("index.ts") },
+      { find: /^@sbox\/provider-local$/, replacement: local },
     ],
   },
   test: {

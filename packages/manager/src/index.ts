@@ -2,6 +2,8 @@
  * `@sbox/manager`: durable sandbox records over any sbox provider.
  */
 
+export { ProvisionError } from "./manager-errors.js";
+export { NAMESPACE_LABEL, RECORD_LABEL } from "./manager-labels.js";
 export type {
   GitCredentials,
   GitSource,
@@ -17,6 +19,15 @@ export { memoryStore } from "./memory-store.js";
 export { POSTGRES_MIGRATIONS } from "./postgres-schema.js";
 export type { PgClientLike, PgPoolLike, PgQueryResultLike, PostgresStoreOptions } from "./postgres-store.js";
 export { postgresStore } from "./postgres-store.js";
+export type { ReconcileChange, ReconcileReport } from "./reconcile.js";
+export type {
+  CreateSandboxInput,
+  FilesInput,
+  LogsOptions,
+  SandboxManagerOptions,
+  StopExpiredResult,
+} from "./sandbox-manager.js";
+export { SandboxManager } from "./sandbox-manager.js";
 export type {
   HistoryEntry,
   HistoryKind,

@@ -165,16 +165,16 @@ export function postgresStore(options: PostgresStoreOptions): SandboxStore {
       let pool: PgPoolLike;
       if (options.pool) pool = options.pool;
       else {
-        let pg: typeof import("pg");
+        let Pool: typeof import("pg").Pool;
         try {
-          pg = (await import("pg")).default;
+          Pool = (await import("pg")).default.Pool;
         } catch (cause) {
           throw new SandboxError("Provider", "postgres store: the pg module could not be loaded", {
             cause,
             retryable: false,
           });
         }
-        const created = new pg.Pool({
+        const created = new Pool({
           connectionString: options.connectionString,
           max: options.maxConnections ?? 10,
         });

@@ -59,9 +59,9 @@ export interface RecordLease {
 /** Why a record failed, or what went wrong in its last transition. Never contains a credential. */
 export interface RecordError {
   /**
-   * A `SandboxError` code, or `SetupFailed` (a setup step exited non-zero), `StartFailed` (the main
-   * process could not be started), `Abandoned` (a worker died mid-transition) or `Gone` (the provider no
-   * longer has the sandbox).
+   * A `SandboxError` code, or `GitFailed` (the checkout failed), `SetupFailed` (a setup step exited
+   * non-zero or timed out), `StartFailed` (the main process could not be started or exited at once),
+   * `Abandoned` (a worker died mid-transition) or `Gone` (the provider no longer has the sandbox).
    */
   code: string;
   message: string;
@@ -83,6 +83,8 @@ export interface RecordRuntime {
   startPid?: number | undefined;
   /** Absolute path of the main process's log file inside the sandbox. */
   startLog?: string | undefined;
+  /** Absolute path of the log of the checkout and the setup steps inside the sandbox. */
+  setupLog?: string | undefined;
   /** Preview URLs of `spec.ports` (tokens of private previews are never stored). */
   urls?: Record<string, string> | undefined;
 }

@@ -167,7 +167,9 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
     opening ??= (async () => {
       let Database: typeof BetterSqlite3;
       try {
-        Database = (await import("better-sqlite3")).default;
+        // A CommonJS module: Node hands its export as `default`, the type declarations as the module itself.
+        const loaded = (await import("better-sqlite3")) as unknown as { default?: typeof BetterSqlite3 };
+        Database = loaded.default ?? (loaded as unknown as typeof BetterSqlite3);
       } catch (cause) {
         throw new SandboxError("Provider", "sqlite store: the better-sqlite3 module could not be loaded", {
           cause,

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import type { TestProject } from "vitest/node";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -22,6 +22,22 @@ declare module "vitest" {
   }
 }
 
+const sources: Record<string, string> = {
+  "@sbox/core/spec": fileURLToPath(new URL("../../core/src/spec/index.ts", import.meta.url)),
+  "@sbox/core": fileURLToPath(new URL("../../core/src/index.ts", import.meta.url)),
+  "@sbox/provider-local": fileURLToPath(new URL("../../provider-local/src/index.ts", import.meta.url)),
+};
+
+/** Resolves workspace packages to their sources: the worker runs the same code as the tests. */
+const workspaceSources: Plugin = {
+  name: "workspace-sources",
+  setup(builder) {
+    builder.onResolve({ filter: /^@sbox\/(core|core\/spec|provider-local)$/ }, (args) => ({
+      path: sources[args.path]!,
+    }));
+  },
+};
+
 export default async function setup(project: TestProject): Promise<() => void> {
   const workerScript = fileURLToPath(new URL("../.sbox-test/worker.mjs", import.meta.url));
   await build({
@@ -32,6 +48,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
     format: "esm",
     target: "node20",
     external: ["better-sqlite3", "pg"],
+    plugins: [workspaceSources],
     logLevel: "error",
   });
   project.provide("workerScript", workerScript);

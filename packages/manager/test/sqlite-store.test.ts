@@ -62,7 +62,9 @@ describe("sqliteStore specifics", () => {
       await second.init();
       expect(await second.get(record.id)).toEqual(record);
       await second.close();
-      const Database = (await import("better-sqlite3")).default;
+      const { default: Database } = (await import("better-sqlite3")) as unknown as {
+        default: typeof import("better-sqlite3");
+      };
       const db = new Database(path, { readonly: true });
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
       expect(db.prepare("SELECT version, name FROM sbox_migrations").all()).toEqual([

@@ -23,7 +23,7 @@ export interface StoreHandle {
   cleanup(): Promise<void>;
 }
 
-export const HOSTILE = [
+export const HOSTILE: readonly string[] = [
   `it's "quoted"`,
   "new\nline\r\n",
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal shell expansion is the point
