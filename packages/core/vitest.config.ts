@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    typecheck: { include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
+    typecheck: { enabled: true, include: ["src/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
