@@ -64,6 +64,11 @@ export interface ConformanceContext {
   track(sandbox: Sandbox): Sandbox;
   /** A second client over a fresh provider instance, as another process would have; disposed at case end. */
   secondClient(): SandboxClient;
+  /**
+   * The writable directory the kit works under in `sandbox` (absolute): the command's working directory
+   * when it is writable, else `$TMPDIR` or `/tmp`. Forks are compared path-relative to it.
+   */
+  workdir(sandbox: Sandbox): Promise<string>;
   /** A new, empty directory inside `sandbox` (absolute path), removed when the case ends. */
   scratchDir(sandbox: Sandbox): Promise<string>;
   /** Registers a cleanup step, run when the case ends (last registered runs first). */

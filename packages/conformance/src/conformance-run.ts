@@ -275,6 +275,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
         secondClients.push(second);
         return second;
       },
+      workdir: baseDirOf,
       scratchDir: async (sandbox) => {
         const dir = `${await baseDirOf(sandbox)}/sbox-conformance-${c.id}-${randomUUID().slice(0, 8)}`;
         await runOk(sandbox, ["mkdir", "-p", dir], "creating the case's scratch directory");

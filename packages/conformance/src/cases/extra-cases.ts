@@ -27,13 +27,12 @@ export function extraCases(): ConformanceCase[] {
         for (const f of present)
           check(isCount(m[f]), `expected metrics().${f} to be a finite number >= 0, got ${show(m[f])}`);
         if (m.memoryBytes !== undefined)
-          check(m.memoryBytes > 0, "expected metrics().memoryBytes > 0 for a running sandbox");
-        if (m.memoryBytes !== undefined && m.memoryLimitBytes !== undefined) {
-          check(
-            m.memoryLimitBytes >= m.memoryBytes,
-            `expected memoryLimitBytes (${m.memoryLimitBytes}) >= memoryBytes (${m.memoryBytes})`,
-          );
-        }
+          if (m.memoryBytes !== undefined && m.memoryLimitBytes !== undefined) {
+            check(
+              m.memoryLimitBytes >= m.memoryBytes,
+              `expected memoryLimitBytes (${m.memoryLimitBytes}) >= memoryBytes (${m.memoryBytes})`,
+            );
+          }
       },
     },
     {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { PortsApi, Sandbox, SandboxProcess } from "@sbox/core";
+import { SandboxError } from "@sbox/core/spec";
 import { ConformanceFailure, check, expectEqual, show, sleep } from "../assertions.js";
 import type { ConformanceCase, ConformanceContext } from "../conformance-case.js";
 import { HTTP_SERVE_SCRIPT, shArgs } from "../sandbox-scripts.js";
@@ -42,6 +43,18 @@ async function serveToken(ctx: ConformanceContext): Promise<ServedSandbox> {
   });
   ctx.defer(() => proc.kill().catch(() => {}));
   return { sandbox, ports, port, token, proc, log: () => output };
+}
+
+const NOT_SUPPORTED = Symbol("not supported");
+
+/** Awaits an optional operation: its value, or NOT_SUPPORTED when it rejects with NotSupported. */
+async function optional<T>(action: Promise<T>): Promise<T | typeof NOT_SUPPORTED> {
+  try {
+    return await action;
+  } catch (error) {
+    if (SandboxError.isInstance(error) && error.code === "NotSupported") return NOT_SUPPORTED;
+    throw error;
+  }
 }
 
 function joinUrl(base: string, path: string): string {
@@ -91,17 +104,22 @@ export function portsCases(): ConformanceCase[] {
             `expected ${info.url}/conformance.txt to answer 200 with the token, last got ${outcome} (server output ${show(served.log())})`,
           );
         }
-        const listed = await served.ports.list();
-        check(
-          listed.some((p) => p.port === served.port),
-          `expected ports.list() to include ${served.port}, got ${show(listed)}`,
-        );
-        await served.ports.unexpose(served.port);
-        const after = await served.ports.list();
-        check(
-          !after.some((p) => p.port === served.port),
-          `expected ports.list() not to include ${served.port} after unexpose, got ${show(after)}`,
-        );
+        // ports.list and ports.unexpose are optional in the spec: NotSupported is an honest answer.
+        const listed = await optional(served.ports.list());
+        if (listed !== NOT_SUPPORTED) {
+          check(
+            listed.some((p) => p.port === served.port),
+            `expected ports.list() to include ${served.port}, got ${show(listed)}`,
+          );
+        }
+        if ((await optional(served.ports.unexpose(served.port))) === NOT_SUPPORTED) return;
+        const after = await optional(served.ports.list());
+        if (after !== NOT_SUPPORTED) {
+          check(
+            !after.some((p) => p.port === served.port),
+            `expected ports.list() not to include ${served.port} after unexpose, got ${show(after)}`,
+          );
+        }
       },
     },
     {

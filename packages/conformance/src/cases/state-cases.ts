@@ -62,6 +62,9 @@ export function stateCases(): ConformanceCase[] {
         const fork = parent.fork;
         if (!fork) throw new ConformanceFailure("expected sandbox.fork to be defined (fork is supported)");
         const dir = await ctx.scratchDir(parent);
+        // A fork is compared at the same place relative to its own workdir (hosts without path isolation
+        // give each sandbox a different absolute workdir).
+        const relative = dir.slice((await ctx.workdir(parent)).length);
         await parent.files.write(`${dir}/shared.txt`, "from parent");
         const children = await fork({ count: 2 });
         for (const child of children) ctx.track(child);
@@ -69,18 +72,20 @@ export function stateCases(): ConformanceCase[] {
         const ids = new Set([parent.id, ...children.map((c) => c.id)]);
         expectEqual(ids.size, 3, "number of distinct ids among parent and forks");
         const [a, b] = children as [(typeof children)[0], (typeof children)[0]];
-        for (const [name, child] of [
-          ["fork 0", a],
-          ["fork 1", b],
+        const dirA = `${await ctx.workdir(a)}${relative}`;
+        const dirB = `${await ctx.workdir(b)}${relative}`;
+        for (const [name, child, childDir] of [
+          ["fork 0", a, dirA],
+          ["fork 1", b, dirB],
         ] as const) {
           expectEqual(
-            await child.files.readText(`${dir}/shared.txt`),
+            await child.files.readText(`${childDir}/shared.txt`),
             "from parent",
             `content seen by ${name}`,
           );
           expectEqual((await child.getInfo()).state, "running", `state of ${name}`);
         }
-        await a.files.write(`${dir}/shared.txt`, "changed in fork 0");
+        await a.files.write(`${dirA}/shared.txt`, "changed in fork 0");
         await parent.files.write(`${dir}/parent-only.txt`, "x");
         expectEqual(
           await parent.files.readText(`${dir}/shared.txt`),
@@ -88,12 +93,12 @@ export function stateCases(): ConformanceCase[] {
           "parent's content after fork 0 wrote",
         );
         expectEqual(
-          await b.files.readText(`${dir}/shared.txt`),
+          await b.files.readText(`${dirB}/shared.txt`),
           "from parent",
           "fork 1's content after fork 0 wrote",
         );
         check(
-          !(await existsViaShell(a, `${dir}/parent-only.txt`)),
+          !(await existsViaShell(a, `${dirA}/parent-only.txt`)),
           "expected a file the parent wrote after the fork to be invisible in fork 0",
         );
         await a.destroy();

@@ -1,0 +1,97 @@
+import type { CaseReport, ConformanceReport } from "@sbox/conformance";
+import { CAPABILITY_NAMES, type CapabilityMap } from "@sbox/core/spec";
+import { describe, expect, it } from "vitest";
+import { renderMatrix } from "../src/matrix-markdown.js";
+
+function map(overrides: Partial<Record<string, string>>): CapabilityMap {
+  return Object.fromEntries(
+    CAPABILITY_NAMES.map((n) => [n, overrides[n] ?? "unsupported"]),
+  ) as unknown as CapabilityMap;
+}
+
+function report(cases: CaseReport[], effective: CapabilityMap): ConformanceReport {
+  const count = (s: string) => cases.filter((c) => c.status === s).length;
+  return {
+    provider: "fake",
+    mode: "declared",
+    runId: "r",
+    startedAt: "2026-01-01T00:00:00.000Z",
+    durationMs: 42_000,
+    declared: effective,
+    effective,
+    flags: {} as ConformanceReport["flags"],
+    cases,
+    leaked: [],
+    summary: {
+      passed: count("passed"),
+      failed: count("failed"),
+      skipped: count("skipped"),
+      excluded: count("excluded"),
+    },
+  };
+}
+
+const at = new Date("2026-01-02T00:00:00Z");
+
+describe("renderMatrix", () => {
+  const cases: CaseReport[] = [
+    { id: "exec.stdout.captured", title: "t", requires: [], status: "passed", ms: 1 },
+    {
+      id: "pty.interactive",
+      title: "t",
+      requires: ["pty"],
+      status: "failed",
+      reason: "pty.interactive: expected | x",
+      ms: 1,
+    },
+    { id: "files.watch.events", title: "t", requires: ["filesWatch"], status: "passed", ms: 1 },
+    { id: "files.watch.recursive", title: "t", requires: ["filesWatch"], status: "passed", ms: 1 },
+    {
+      id: "unsupported.metrics",
+      title: "t",
+      requires: [],
+      unsupportedOf: "metrics",
+      status: "passed",
+      ms: 1,
+    },
+    {
+      id: "placement.region",
+      title: "t",
+      requires: ["region"],
+      status: "skipped",
+      reason: "needs fixtures.region",
+      ms: 0,
+    },
+  ];
+  const text = renderMatrix(
+    [
+      {
+        target: "fake (x)",
+        report: report(cases, map({ pty: "native", filesWatch: "emulated", region: "native" })),
+      },
+    ],
+    [{ target: "e2b", reason: "live provider: set E2B_API_KEY to run it" }],
+    { details: true, generatedAt: at },
+  );
+  const row = (name: string) => text.split("\n").find((line) => line.startsWith(`| ${name} |`));
+
+  it("shows level and result per capability", () => {
+    expect(row("pty")).toBe("| pty | native ❌ 1/1 |");
+    expect(row("filesWatch")).toBe("| filesWatch | emulated ✅ |");
+    expect(row("metrics")).toBe("| metrics | unsupported ✅ |");
+    expect(row("region")).toBe("| region | native ➖ |");
+    expect(row("*base contract*")).toBe("| *base contract* | ✅ |");
+  });
+
+  it("summarises each run and names why a target did not run", () => {
+    expect(row("fake (x)")).toBe("| fake (x) | declared | 4 | 1 | 1 | 0 | 0 | 42 s |");
+    expect(text).toContain("- **e2b**: live provider: set E2B_API_KEY to run it");
+  });
+
+  it("lists failures with their reason, escaping table syntax", () => {
+    expect(text).toContain("- ❌ `pty.interactive`: pty.interactive: expected \\| x");
+    expect(renderMatrix([], [], { details: false, generatedAt: at })).toContain(
+      "No provider could run here.",
+    );
+  });
+});
