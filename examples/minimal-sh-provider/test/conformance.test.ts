@@ -9,3 +9,5 @@ const root = mkdtempSync(join(tmpdir(), "sbox-minimal-sh-conformance-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 runConformance({ provider: () => minimalShProvider({ root }) });
+// The same cases with every emulatable driver method hidden: the core's exit-code marker (E2) runs too.
+runConformance({ provider: () => minimalShProvider({ root }), primitivesOnly: true });
