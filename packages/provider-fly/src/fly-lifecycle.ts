@@ -1,0 +1,223 @@
+import {
+  type DriverSandbox,
+  type DriverSandboxInfo,
+  type ListFilter,
+  SandboxError,
+  type SandboxSpec,
+} from "@sbox/core/spec";
+import type { FlyMachine } from "./fly-api-types.js";
+import { hasStatus } from "./fly-errors.js";
+import type { FlyHttp } from "./fly-http.js";
+import { createMachineRequest } from "./fly-machine-config.js";
+import {
+  createMachine,
+  destroyMachine,
+  getMachine,
+  listMachines,
+  machineAction,
+  waitForState,
+} from "./fly-machines-api.js";
+import { FLY_IDEMPOTENCY_METADATA_KEY, FLY_MANAGED_METADATA_KEY, FLY_PROVIDER_NAME } from "./fly-names.js";
+import type { ResolvedFlyOptions } from "./fly-options.js";
+import { retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
+import { sandboxStateOf } from "./fly-states.js";
+
+/** What `sandbox.raw()` returns for a Fly sandbox: the app, and the machine as last read by this handle. */
+export interface FlyMachineHandle {
+  /** The Fly App the machine belongs to. */
+  readonly app: string;
+  /** The machine as the API described it when the handle was made (state may have moved on since). */
+  readonly machine: FlyMachine;
+  /** The machine's create-time env, passed to every exec. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** Time allowed to destroy a machine whose create failed half-way. */
+const CLEANUP_TIMEOUT_MS = 30_000;
+
+/** Machine ids are short lowercase hex on Fly; anything outside this alphabet cannot name a machine. */
+const MACHINE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+function notFound(id: string, app: string): SandboxError {
+  return new SandboxError("NotFound", `no Fly machine ${JSON.stringify(id)} in app ${app}`, {
+    provider: FLY_PROVIDER_NAME,
+    status: 404,
+    retryable: false,
+  });
+}
+
+function isGone(machine: FlyMachine): boolean {
+  return machine.state === "destroyed" || machine.state === "destroying";
+}
+
+/** Lifecycle driver methods over the Machines API. */
+export interface FlyLifecycle {
+  create(spec: SandboxSpec, signal: AbortSignal): Promise<DriverSandbox<FlyMachineHandle>>;
+  connect(id: string, signal: AbortSignal): Promise<DriverSandbox<FlyMachineHandle>>;
+  destroy(id: string, signal: AbortSignal): Promise<void>;
+  getInfo(id: string, signal: AbortSignal): Promise<DriverSandboxInfo>;
+  list(filter: ListFilter, signal: AbortSignal): AsyncIterable<DriverSandboxInfo>;
+  stop(id: string, signal: AbortSignal): Promise<void>;
+  pause(id: string, signal: AbortSignal): Promise<void>;
+  resume(id: string, signal: AbortSignal): Promise<void>;
+}
+
+/** Builds the lifecycle methods. */
+export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLifecycle {
+  const handleOf = (machine: FlyMachine): DriverSandbox<FlyMachineHandle> => ({
+    id: machine.id,
+    native: { app: http.app(), machine, env: { ...(machine.config?.env ?? {}) } },
+  });
+
+  const infoOf = (machine: FlyMachine): DriverSandboxInfo => {
+    const info: DriverSandboxInfo = {
+      id: machine.id,
+      state: sandboxStateOf(machine.state),
+      metadata: { ...(machine.config?.metadata ?? {}) },
+      raw: machine,
+    };
+    const created = machine.created_at ? new Date(machine.created_at) : undefined;
+    if (created && !Number.isNaN(created.getTime())) info.createdAt = created;
+    return info;
+  };
+
+  const startedBy = (id: string, deadline: number, signal: AbortSignal): Promise<void> =>
+    waitForState(http, id, "started", { deadline, signal, budgetMs: options.startTimeoutMs });
+
+  const findByIdempotencyKey = async (key: string, signal: AbortSignal): Promise<FlyMachine | undefined> => {
+    const machines = await listMachines(
+      http,
+      { metadata: { [FLY_IDEMPOTENCY_METADATA_KEY]: key, [FLY_MANAGED_METADATA_KEY]: "true" } },
+      signal,
+    );
+    return machines.find(
+      (m) => !isGone(m) && m.state !== "failed" && m.config?.metadata?.[FLY_IDEMPOTENCY_METADATA_KEY] === key,
+    );
+  };
+
+  /**
+   * Without an idempotency key a create is sent once (429 aside): a lost answer to a create that
+   * succeeded must not make a second machine. With a key, a failed attempt is followed by a look-up of
+   * the key before the next attempt, so a repeat finds the machine the lost answer described.
+   */
+  const createOnce = async (spec: SandboxSpec, signal: AbortSignal): Promise<FlyMachine> => {
+    const body = createMachineRequest(spec, options);
+    const key = spec.idempotencyKey;
+    if (key === undefined) return createMachine(http, body, signal, "refused-only");
+    for (let attempt = 0; ; attempt++) {
+      const existing = await findByIdempotencyKey(key, signal);
+      if (existing) return existing;
+      try {
+        return await createMachine(http, body, signal, "refused-only");
+      } catch (error) {
+        const retryable = SandboxError.isInstance(error) && error.retryable && error.status !== 408;
+        if (!retryable || attempt >= options.retry.retries) throw error;
+        await sleepUnlessAborted(retryDelayMs(attempt + 1, options.retry, null), signal, "create machine");
+      }
+    }
+  };
+
+  const getOrNotFound = async (id: string, signal: AbortSignal): Promise<FlyMachine> => {
+    const app = http.app();
+    if (!MACHINE_ID.test(id)) throw notFound(id, app);
+    try {
+      return await getMachine(http, id, signal);
+    } catch (error) {
+      if (hasStatus(error, 404)) throw notFound(id, app);
+      throw error;
+    }
+  };
+
+  return {
+    async create(spec, signal) {
+      const deadline = Date.now() + options.startTimeoutMs;
+      const machine = await createOnce(spec, signal);
+      try {
+        await startedBy(machine.id, deadline, signal);
+      } catch (error) {
+        // A machine that never came up is still billed while it exists: remove it before reporting.
+        await destroyMachine(http, machine.id, AbortSignal.timeout(CLEANUP_TIMEOUT_MS)).catch(() => {});
+        throw error;
+      }
+      return handleOf(machine);
+    },
+
+    async connect(id, signal) {
+      const machine = await getOrNotFound(id, signal);
+      if (isGone(machine)) throw notFound(id, http.app());
+      return handleOf(machine);
+    },
+
+    async destroy(id, signal) {
+      if (!MACHINE_ID.test(id)) return;
+      await destroyMachine(http, id, signal);
+    },
+
+    async getInfo(id, signal) {
+      try {
+        return infoOf(await getOrNotFound(id, signal));
+      } catch (error) {
+        if (SandboxError.isInstance(error) && error.code === "NotFound") {
+          return { id, state: "destroyed", metadata: {} };
+        }
+        throw error;
+      }
+    },
+
+    list(filter, signal) {
+      return {
+        async *[Symbol.asyncIterator]() {
+          const metadata = { ...(filter.metadata ?? {}), [FLY_MANAGED_METADATA_KEY]: "true" };
+          for (const machine of await listMachines(http, { metadata }, signal)) {
+            // Fly filters too; checking again keeps the app's other machines out whatever it honours.
+            const labels = machine.config?.metadata ?? {};
+            if (Object.entries(metadata).some(([k, v]) => labels[k] !== v)) continue;
+            yield infoOf(machine);
+          }
+        },
+      };
+    },
+
+    async stop(id, signal) {
+      const machine = await getOrNotFound(id, signal);
+      if (machine.state === "stopped" || machine.state === "created") return;
+      if (isGone(machine)) throw notFound(id, http.app());
+      if (machine.state !== "stopping") await machineAction(http, id, "stop", signal);
+      await waitForState(http, id, "stopped", {
+        deadline: Date.now() + options.stopTimeoutMs,
+        signal,
+        instanceId: machine.instance_id,
+        budgetMs: options.stopTimeoutMs,
+      });
+    },
+
+    async pause(id, signal) {
+      const machine = await getOrNotFound(id, signal);
+      if (machine.state === "suspended") return;
+      if (machine.state !== "started" && machine.state !== "suspending") {
+        throw new SandboxError(
+          "InvalidState",
+          `only a running machine can be paused; machine ${id} is ${machine.state}`,
+          { provider: FLY_PROVIDER_NAME, retryable: false },
+        );
+      }
+      if (machine.state === "started") await machineAction(http, id, "suspend", signal);
+      await waitForState(http, id, "suspended", {
+        deadline: Date.now() + options.stopTimeoutMs,
+        signal,
+        instanceId: machine.instance_id,
+        budgetMs: options.stopTimeoutMs,
+      });
+    },
+
+    async resume(id, signal) {
+      const machine = await getOrNotFound(id, signal);
+      if (isGone(machine)) throw notFound(id, http.app());
+      const deadline = Date.now() + options.startTimeoutMs;
+      if (machine.state !== "started" && machine.state !== "starting") {
+        await machineAction(http, id, "start", signal);
+      }
+      await startedBy(id, deadline, signal);
+    },
+  };
+}

@@ -1,0 +1,179 @@
+import { SandboxError } from "@sbox/core/spec";
+import type {
+  FlyCreateMachineRequest,
+  FlyExecRequest,
+  FlyExecResponse,
+  FlyMachine,
+  FlyMachineStateName,
+} from "./fly-api-types.js";
+import { hasStatus } from "./fly-errors.js";
+import type { FlyHttp } from "./fly-http.js";
+import { FLY_PROVIDER_NAME } from "./fly-names.js";
+import { abortError } from "./fly-retry.js";
+
+/** The longest `timeout` the wait route accepts in one call, in seconds. */
+export const FLY_WAIT_MAX_SECONDS = 60;
+/** Extra time given to one wait call beyond its own `timeout`, before the client gives up on it. */
+const WAIT_CALL_GRACE_MS = 10_000;
+
+const machinePath = (id: string): string => `/${encodeURIComponent(id)}`;
+
+/** `POST /v1/apps/{app}/machines`: creates (and by default boots) a machine. */
+export function createMachine(
+  http: FlyHttp,
+  body: FlyCreateMachineRequest,
+  signal: AbortSignal,
+  retry: "idempotent" | "refused-only",
+): Promise<FlyMachine> {
+  return http.request<FlyMachine>({
+    method: "POST",
+    path: "",
+    body,
+    signal,
+    operation: "create machine",
+    retry,
+  });
+}
+
+/** `GET /v1/apps/{app}/machines/{id}`. */
+export function getMachine(http: FlyHttp, id: string, signal: AbortSignal): Promise<FlyMachine> {
+  return http.request<FlyMachine>({
+    method: "GET",
+    path: machinePath(id),
+    signal,
+    operation: `get machine ${id}`,
+    retry: "idempotent",
+  });
+}
+
+/** `GET /v1/apps/{app}/machines?metadata.{key}={value}...`: the app's machines, filtered by Fly. */
+export async function listMachines(
+  http: FlyHttp,
+  filter: { metadata?: Readonly<Record<string, string>> | undefined; region?: string | undefined },
+  signal: AbortSignal,
+): Promise<FlyMachine[]> {
+  const query: [string, string][] = [];
+  for (const [key, value] of Object.entries(filter.metadata ?? {})) query.push([`metadata.${key}`, value]);
+  if (filter.region !== undefined) query.push(["region", filter.region]);
+  const machines = await http.request<FlyMachine[] | null | undefined>({
+    method: "GET",
+    path: "",
+    query,
+    signal,
+    operation: "list machines",
+    retry: "idempotent",
+  });
+  if (machines !== undefined && machines !== null && !Array.isArray(machines)) {
+    throw new SandboxError("Provider", "list machines: the Fly Machines API answered something not a list", {
+      provider: FLY_PROVIDER_NAME,
+    });
+  }
+  return machines ?? [];
+}
+
+/** The states the wait route can wait for. */
+export type FlyWaitState = "started" | "stopped" | "suspended" | "destroyed";
+
+/**
+ * Waits until machine `id` is in `state`, through `GET .../wait?state=...&timeout=...` calls of at most
+ * {@link FLY_WAIT_MAX_SECONDS} each, until `deadline` (epoch ms). Fly answers 408 when one call's timeout
+ * passes; the loop then asks again. Past the deadline it rejects with `Timeout`, naming the last state
+ * seen. `instanceId` is sent when known (Fly requires it to wait for `stopped`).
+ */
+export async function waitForState(
+  http: FlyHttp,
+  id: string,
+  state: FlyWaitState,
+  options: { deadline: number; signal: AbortSignal; instanceId?: string | undefined; budgetMs: number },
+): Promise<void> {
+  for (;;) {
+    const remaining = options.deadline - Date.now();
+    if (remaining <= 0) break;
+    const seconds = Math.max(1, Math.min(FLY_WAIT_MAX_SECONDS, Math.ceil(remaining / 1000)));
+    const query: [string, string][] = [
+      ["state", state],
+      ["timeout", String(seconds)],
+    ];
+    if (options.instanceId) query.push(["instance_id", options.instanceId]);
+    // A server that ignores `timeout` must not hold the call past the deadline.
+    const callLimit = AbortSignal.timeout(Math.min(remaining, seconds * 1000) + WAIT_CALL_GRACE_MS);
+    const signal = AbortSignal.any([options.signal, callLimit]);
+    try {
+      await http.request<unknown>({
+        method: "GET",
+        path: `${machinePath(id)}/wait`,
+        query,
+        signal,
+        operation: `wait for machine ${id} to be ${state}`,
+        retry: "idempotent",
+      });
+      return;
+    } catch (error) {
+      if (options.signal.aborted)
+        throw abortError(options.signal, `waiting for machine ${id} to be ${state}`);
+      if (callLimit.aborted || hasStatus(error, 408)) continue;
+      throw error;
+    }
+  }
+  let last: FlyMachineStateName | "unknown" = "unknown";
+  try {
+    last = (await getMachine(http, id, options.signal)).state;
+  } catch {
+    // The timeout is what matters; the last state only makes the message more useful.
+  }
+  throw new SandboxError(
+    "Timeout",
+    `machine ${id} did not become ${state} within ${options.budgetMs} ms (its state is ${last})`,
+    { provider: FLY_PROVIDER_NAME },
+  );
+}
+
+/** `POST /v1/apps/{app}/machines/{id}/exec`: runs argv to completion, returns buffered output. */
+export function execMachine(
+  http: FlyHttp,
+  id: string,
+  body: FlyExecRequest,
+  signal: AbortSignal,
+): Promise<FlyExecResponse> {
+  return http.request<FlyExecResponse>({
+    method: "POST",
+    path: `${machinePath(id)}/exec`,
+    body,
+    signal,
+    operation: `exec on machine ${id}`,
+    retry: "refused-only",
+  });
+}
+
+/** `POST .../stop`, `.../suspend` or `.../start`. */
+export function machineAction(
+  http: FlyHttp,
+  id: string,
+  action: "stop" | "suspend" | "start",
+  signal: AbortSignal,
+): Promise<unknown> {
+  return http.request<unknown>({
+    method: "POST",
+    path: `${machinePath(id)}/${action}`,
+    signal,
+    operation: `${action} machine ${id}`,
+    retry: "refused-only",
+  });
+}
+
+/** `DELETE /v1/apps/{app}/machines/{id}?force=true`; resolves when the machine is already gone (404). */
+export async function destroyMachine(http: FlyHttp, id: string, signal: AbortSignal): Promise<void> {
+  try {
+    await http.request<unknown>({
+      method: "DELETE",
+      path: machinePath(id),
+      query: [["force", "true"]],
+      signal,
+      operation: `destroy machine ${id}`,
+      retry: "idempotent",
+    });
+  } catch (error) {
+    if (hasStatus(error, 404)) return;
+    throw error;
+  }
+}
