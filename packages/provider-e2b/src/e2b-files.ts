@@ -1,0 +1,237 @@
+import { type FileInfo, type FileType, SandboxError, shellQuoteArgv } from "@sbox/core/spec";
+import type { EntryInfo } from "e2b";
+import { type CommandContext, exec } from "./e2b-commands.js";
+import { e2bCall, e2bError, toE2BError } from "./e2b-errors.js";
+import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
+
+/** Per-request options every filesystem call of the SDK takes. */
+interface FilesystemRequestOpts {
+  signal?: AbortSignal;
+  user?: string;
+  requestTimeoutMs?: number;
+}
+
+function requestOptions(ctx: CommandContext, signal: AbortSignal): FilesystemRequestOpts {
+  const opts: FilesystemRequestOpts = { signal };
+  if (ctx.options.user !== undefined) opts.user = ctx.options.user;
+  if (ctx.options.requestTimeoutMs !== undefined) opts.requestTimeoutMs = ctx.options.requestTimeoutMs;
+  return opts;
+}
+
+function typeOf(entry: EntryInfo): FileType {
+  // The SDK leaves the type out for anything but files, directories and symlinks (fifos, sockets, devices).
+  return entry.type === "file" || entry.type === "dir" || entry.type === "symlink" ? entry.type : "other";
+}
+
+/** An E2B entry as a FileInfo. */
+export function fileInfoOf(entry: EntryInfo): FileInfo {
+  const info: FileInfo = { name: entry.name, path: entry.path, type: typeOf(entry), size: entry.size };
+  if (entry.modifiedTime) info.mtime = entry.modifiedTime;
+  if (typeof entry.mode === "number") info.mode = entry.mode;
+  return info;
+}
+
+function parentOf(path: string): string {
+  const trimmed = path.replace(/\/+$/, "");
+  const slash = trimmed.lastIndexOf("/");
+  if (slash < 0) return ".";
+  return slash === 0 ? "/" : trimmed.slice(0, slash);
+}
+
+function op(name: string, path: string): string {
+  return `files.${name} ${path}`;
+}
+
+/** Reads a whole file (`GET /files`). */
+export async function readFile(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  signal: AbortSignal,
+): Promise<Uint8Array> {
+  return e2bCall({ operation: op("read", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "bytes" as const }),
+  );
+}
+
+/** `chmod` through a command: E2B's upload has no mode. */
+async function chmod(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  mode: number,
+  signal: AbortSignal,
+) {
+  if (!(Number.isInteger(mode) && mode >= 0 && mode <= 0o7777)) {
+    throw e2bError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`, {
+      retryable: false,
+    });
+  }
+  const result = await exec(ctx, sandbox, {
+    command: { shell: shellQuoteArgv(["chmod", mode.toString(8), "--", path]) },
+    signal,
+  });
+  if (result.exitCode !== 0) {
+    throw e2bError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
+      retryable: false,
+    });
+  }
+}
+
+/** Writes a whole file (`POST /files`, which creates parent directories), then applies `mode`. */
+export async function writeFile(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  data: Uint8Array,
+  mode: number | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  const body = data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
+  await e2bCall({ operation: op("write", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.write(path, body, requestOptions(ctx, signal)),
+  );
+  if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
+}
+
+/** Streams a file down without holding it in memory; errors while reading are mapped too. */
+export async function readFileStream(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  signal: AbortSignal,
+): Promise<ReadableStream<Uint8Array>> {
+  const source = await e2bCall({ operation: op("readStream", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "stream" as const }),
+  );
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        controller.error(toE2BError(error, { operation: op("readStream", path), plane: "sandbox" }));
+      }
+    },
+    async cancel(reason) {
+      await reader.cancel(reason);
+    },
+  });
+}
+
+/** Streams a file up as the request body (`application/octet-stream`), then applies `mode`. */
+export async function writeFileStream(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  data: ReadableStream<Uint8Array>,
+  mode: number | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  await e2bCall({ operation: op("writeStream", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal), useOctetStream: true }),
+  );
+  if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
+}
+
+/** Lists one directory level. */
+export async function listFiles(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  signal: AbortSignal,
+): Promise<FileInfo[]> {
+  const entries = await e2bCall({ operation: op("list", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.list(path, { ...requestOptions(ctx, signal), depth: 1 }),
+  );
+  return entries.map(fileInfoOf);
+}
+
+/** Metadata of one path; a symlink is reported as itself. */
+export async function statFile(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  signal: AbortSignal,
+): Promise<FileInfo> {
+  const entry = await e2bCall({ operation: op("stat", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.getInfo(path, requestOptions(ctx, signal)),
+  );
+  return fileInfoOf(entry);
+}
+
+/**
+ * `mkdir`. E2B's MakeDir always creates missing parents and reports an existing directory, so plain mkdir
+ * semantics are checked first: without `recursive` a missing parent is NotFound and an existing directory
+ * a Conflict.
+ */
+export async function makeDir(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  recursive: boolean,
+  signal: AbortSignal,
+): Promise<void> {
+  if (!recursive) {
+    const parent = await statFile(ctx, sandbox, parentOf(path), signal).catch((error: unknown) => {
+      if (SandboxError.isInstance(error) && error.code === "NotFound") {
+        throw e2bError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
+          retryable: false,
+          cause: error,
+        });
+      }
+      throw error;
+    });
+    if (parent.type !== "dir") {
+      throw e2bError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`, {
+        retryable: false,
+      });
+    }
+  }
+  const created = await e2bCall({ operation: op("mkdir", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.makeDir(path, requestOptions(ctx, signal)),
+  );
+  if (!created && !recursive) {
+    throw e2bError("Conflict", `e2b files.mkdir ${path}: the directory already exists`, { retryable: false });
+  }
+}
+
+/**
+ * `remove`. E2B removes recursively and ignores a missing path, so both are checked first: a missing path is
+ * NotFound, and a non-empty directory without `recursive` a Conflict (nothing is removed).
+ */
+export async function removePath(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  path: string,
+  recursive: boolean,
+  signal: AbortSignal,
+): Promise<void> {
+  const info = await statFile(ctx, sandbox, path, signal);
+  if (info.type === "dir" && !recursive) {
+    const entries = await listFiles(ctx, sandbox, path, signal);
+    if (entries.length > 0) {
+      throw e2bError("Conflict", `e2b files.remove ${path}: the directory is not empty (use recursive)`, {
+        retryable: false,
+      });
+    }
+  }
+  await e2bCall({ operation: op("remove", path), plane: "sandbox", signal }, () =>
+    sandbox.native.files.remove(path, requestOptions(ctx, signal)),
+  );
+}
+
+/** `rename` (E2B's Move creates the target's parent directories). */
+export async function renamePath(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  from: string,
+  to: string,
+  signal: AbortSignal,
+): Promise<void> {
+  await e2bCall({ operation: op("rename", from), plane: "sandbox", signal }, () =>
+    sandbox.native.files.rename(from, to, requestOptions(ctx, signal)),
+  );
+}

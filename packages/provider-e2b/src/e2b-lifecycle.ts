@@ -1,0 +1,275 @@
+import type {
+  DriverSandbox,
+  DriverSandboxInfo,
+  ListFilter,
+  SandboxMetrics,
+  SandboxSpec,
+  SandboxState,
+} from "@sbox/core/spec";
+import type { SandboxState as E2BState, SandboxInfo, SandboxOpts } from "e2b";
+import { e2bCall, e2bError, toE2BError } from "./e2b-errors.js";
+import { egressRules } from "./e2b-network.js";
+import type { ResolvedE2BOptions } from "./e2b-options.js";
+import { connectionOptions, type E2BSandbox, loadE2B } from "./e2b-sdk.js";
+
+/** A driver sandbox of this provider. */
+export type E2BDriverSandbox = DriverSandbox<E2BSandbox>;
+
+const E2B_STATES: readonly SandboxState[] = ["running", "paused"];
+
+/** How long `metrics()` waits for E2B's first sample of a fresh sandbox. */
+const METRICS_ATTEMPTS = 6;
+const METRICS_RETRY_MS = 1_500;
+
+function wrap(sandbox: E2BSandbox): E2BDriverSandbox {
+  return { id: sandbox.sandboxId, native: sandbox };
+}
+
+function infoOf(info: SandboxInfo): DriverSandboxInfo {
+  return {
+    id: info.sandboxId,
+    state: info.state === "paused" ? "paused" : info.state === "running" ? "running" : "unknown",
+    metadata: { ...info.metadata },
+    createdAt: info.startedAt,
+    expiresAt: info.endAt,
+    raw: info,
+  };
+}
+
+function validTimeout(ms: number, what: string): number {
+  if (!(typeof ms === "number" && Number.isFinite(ms) && ms > 0)) {
+    throw e2bError("Validation", `${what} must be a positive number of milliseconds, got ${String(ms)}`, {
+      retryable: false,
+    });
+  }
+  return ms;
+}
+
+/** `Sandbox.create` from a spec: template, env, metadata, timeout and egress rules. */
+export async function createSandbox(
+  options: ResolvedE2BOptions,
+  spec: SandboxSpec,
+  signal: AbortSignal,
+): Promise<E2BDriverSandbox> {
+  const { Sandbox } = await loadE2B();
+  const opts: SandboxOpts = {
+    ...connectionOptions(options, signal),
+    timeoutMs: spec.ttlMs === undefined ? options.timeoutMs : validTimeout(spec.ttlMs, "ttlMs"),
+  };
+  if (spec.metadata) opts.metadata = { ...spec.metadata };
+  if (spec.env) opts.envs = { ...spec.env };
+  if (spec.network) opts.network = egressRules(spec.network.egress);
+  const template = spec.template ?? options.template;
+  const sandbox = await e2bCall({ operation: "create", apiKey: options.apiKey, signal }, () =>
+    Sandbox.create(template, opts),
+  );
+  return wrap(sandbox);
+}
+
+/** `Sandbox.connect`: attaches to a running sandbox and resumes a paused one (that is what E2B's connect does). */
+export async function connectSandbox(
+  options: ResolvedE2BOptions,
+  id: string,
+  signal: AbortSignal,
+): Promise<E2BDriverSandbox> {
+  if (typeof id !== "string" || !/^[A-Za-z0-9_-]+$/.test(id)) {
+    throw e2bError("NotFound", `e2b connect: no sandbox ${JSON.stringify(id)} (not an E2B sandbox id)`, {
+      retryable: false,
+    });
+  }
+  const { Sandbox } = await loadE2B();
+  const sandbox = await e2bCall({ operation: `connect ${id}`, apiKey: options.apiKey, signal }, () =>
+    Sandbox.connect(id, connectionOptions(options, signal)),
+  );
+  return wrap(sandbox);
+}
+
+/** `Sandbox.kill`; a sandbox that is already gone is not an error. */
+export async function destroySandbox(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  signal: AbortSignal,
+): Promise<void> {
+  const { Sandbox } = await loadE2B();
+  await e2bCall({ operation: `destroy ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
+    Sandbox.kill(sandbox.id, connectionOptions(options, signal)),
+  );
+}
+
+/** Live state from the control plane; a sandbox E2B no longer knows is reported destroyed. */
+export async function sandboxInfo(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  signal: AbortSignal,
+): Promise<DriverSandboxInfo> {
+  const { Sandbox } = await loadE2B();
+  try {
+    const info = await e2bCall({ operation: `getInfo ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
+      Sandbox.getInfo(sandbox.id, connectionOptions(options, signal)),
+    );
+    return infoOf(info);
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "NotFound") {
+      return { id: sandbox.id, state: "destroyed", metadata: {} };
+    }
+    throw error;
+  }
+}
+
+/**
+ * Lists sandboxes page by page with E2B's own metadata and state filters. States E2B does not have
+ * (stopped, destroyed...) match nothing, so such a filter returns without a call.
+ */
+export async function* listSandboxes(
+  options: ResolvedE2BOptions,
+  filter: ListFilter,
+  signal: AbortSignal,
+): AsyncIterable<DriverSandboxInfo> {
+  const limit = filter.limit;
+  if (limit !== undefined && limit <= 0) return;
+  const wanted =
+    filter.state === undefined ? undefined : Array.isArray(filter.state) ? filter.state : [filter.state];
+  const states = (wanted ?? E2B_STATES).filter((s): s is E2BState => E2B_STATES.includes(s)) as E2BState[];
+  if (states.length === 0) return;
+  const { Sandbox } = await loadE2B();
+  const { signal: _signal, ...listOptions } = connectionOptions(options);
+  const query: { metadata?: Record<string, string>; state: E2BState[] } = { state: states };
+  if (filter.metadata) query.metadata = { ...filter.metadata };
+  const paginator = Sandbox.list({
+    ...listOptions,
+    query,
+    ...(limit === undefined ? {} : { limit: Math.min(limit, 100) }),
+  });
+  let seen = 0;
+  while (paginator.hasNext) {
+    if (signal.aborted) throw e2bError("Aborted", "e2b list: aborted", { retryable: false });
+    const page = await e2bCall({ operation: "list", apiKey: options.apiKey, signal }, () =>
+      paginator.nextItems({ signal }),
+    );
+    for (const info of page) {
+      yield infoOf(info);
+      seen++;
+      if (limit !== undefined && seen >= limit) return;
+    }
+  }
+}
+
+/** `pause`: keeps memory unless the provider was made with `pauseKeepsMemory: false`. */
+export async function pauseSandbox(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  signal: AbortSignal,
+): Promise<void> {
+  const { Sandbox } = await loadE2B();
+  await e2bCall({ operation: `pause ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
+    Sandbox.pause(sandbox.id, {
+      ...connectionOptions(options, signal),
+      keepMemory: options.pauseKeepsMemory,
+    }),
+  );
+}
+
+/** `resume`: E2B resumes a paused sandbox when it is connected to. */
+export async function resumeSandbox(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  signal: AbortSignal,
+): Promise<void> {
+  await e2bCall({ operation: `resume ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
+    sandbox.native.connect({ ...connectionOptions(options, signal) }),
+  );
+}
+
+/** `setTimeout`: moves the sandbox's expiry to `ttlMs` from now. */
+export async function setSandboxTimeout(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  ttlMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  validTimeout(ttlMs, "setTimeout");
+  const { Sandbox } = await loadE2B();
+  await e2bCall({ operation: `setTimeout ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
+    Sandbox.setTimeout(sandbox.id, ttlMs, connectionOptions(options, signal)),
+  );
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+/** The latest sample of E2B's metrics; a fresh sandbox has none for a few seconds, so it waits briefly. */
+export async function sandboxMetrics(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  signal: AbortSignal,
+): Promise<SandboxMetrics> {
+  const { Sandbox } = await loadE2B();
+  for (let attempt = 1; ; attempt++) {
+    const samples = await e2bCall(
+      { operation: `metrics ${sandbox.id}`, apiKey: options.apiKey, signal },
+      () => Sandbox.getMetrics(sandbox.id, connectionOptions(options, signal)),
+    );
+    const last = samples.at(-1);
+    if (last) {
+      return {
+        cpuPercent: last.cpuUsedPct,
+        memoryBytes: last.memUsed,
+        memoryLimitBytes: last.memTotal,
+        diskBytes: last.diskUsed,
+        at: last.timestamp,
+      };
+    }
+    if (attempt >= METRICS_ATTEMPTS || signal.aborted) {
+      throw e2bError(
+        "InvalidState",
+        `e2b metrics ${sandbox.id}: E2B has no metrics sample for the sandbox yet`,
+        {
+          retryable: true,
+        },
+      );
+    }
+    await sleep(METRICS_RETRY_MS, signal);
+  }
+}
+
+/** `fork`: `count` new sandboxes from a memory snapshot of this one; all or nothing. */
+export async function forkSandbox(
+  options: ResolvedE2BOptions,
+  sandbox: E2BDriverSandbox,
+  count: number,
+  signal: AbortSignal,
+): Promise<E2BDriverSandbox[]> {
+  if (!(Number.isInteger(count) && count >= 1)) {
+    throw e2bError("Validation", `fork count must be a positive integer, got ${String(count)}`, {
+      retryable: false,
+    });
+  }
+  const { Sandbox } = await loadE2B();
+  const results = await e2bCall({ operation: `fork ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
+    Sandbox.fork(sandbox.id, { ...connectionOptions(options, signal), count, timeoutMs: options.timeoutMs }),
+  );
+  const made = results.filter((r): r is E2BSandbox => !(r instanceof Error));
+  const failed = results.find((r): r is Error => r instanceof Error);
+  if (failed || made.length !== count) {
+    // A partial fork is not what was asked for: remove the forks that did start.
+    await Promise.all(
+      made.map((fork) => Sandbox.kill(fork.sandboxId, connectionOptions(options)).catch(() => false)),
+    );
+    throw toE2BError(failed ?? new Error(`E2B made ${made.length} of ${count} forks`), {
+      operation: `fork ${sandbox.id}`,
+      apiKey: options.apiKey,
+    });
+  }
+  return made.map(wrap);
+}

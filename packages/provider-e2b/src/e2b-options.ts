@@ -1,0 +1,81 @@
+import { SandboxError } from "@sbox/core/spec";
+
+/** Options of {@link e2b}. Every field is optional; without any, `E2B_API_KEY` and E2B's defaults are used. */
+export interface E2BProviderOptions {
+  /** E2B API key; defaults to the `E2B_API_KEY` environment variable. Never put into an error message. */
+  apiKey?: string | undefined;
+  /** E2B domain (default `E2B_DOMAIN` or `e2b.app`). */
+  domain?: string | undefined;
+  /** Template used when `spec.template` is not set (default `base`). */
+  template?: string | undefined;
+  /**
+   * Lifetime of a sandbox created without `spec.ttlMs`, and of forks, in ms (default 300 000, E2B's own
+   * default). E2B kills a sandbox when it expires; `sandbox.setTimeout()` moves the deadline.
+   */
+  timeoutMs?: number | undefined;
+  /** Upper bound of each control-plane and daemon request in ms (default: the SDK's, 60 000). */
+  requestTimeoutMs?: number | undefined;
+  /** User commands, files and terminals run as (default: the template's user). */
+  user?: string | undefined;
+  /**
+   * Whether `pause()` keeps memory and processes (default `true`). With `false` only the filesystem is kept
+   * and `resume()` boots the sandbox again; `flags.preservesMemoryOnPause` follows this option.
+   */
+  pauseKeepsMemory?: boolean | undefined;
+  /** Control-plane URL (default `https://api.<domain>`): for self-hosted E2B and local test servers. */
+  apiUrl?: string | undefined;
+  /** URL of every sandbox's daemon (envd), instead of the per-sandbox host: for local test servers. */
+  sandboxUrl?: string | undefined;
+  /** Extra headers on control-plane requests. */
+  headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/** Options after defaults. */
+export interface ResolvedE2BOptions {
+  readonly apiKey: string | undefined;
+  readonly domain: string | undefined;
+  readonly template: string;
+  readonly timeoutMs: number;
+  readonly requestTimeoutMs: number | undefined;
+  readonly user: string | undefined;
+  readonly pauseKeepsMemory: boolean;
+  readonly apiUrl: string | undefined;
+  readonly sandboxUrl: string | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+}
+
+/** The template E2B uses when none is named. */
+export const DEFAULT_TEMPLATE = "base";
+
+/** E2B's default sandbox lifetime (5 minutes). */
+export const DEFAULT_TIMEOUT_MS = 300_000;
+
+/** The environment variable the SDK reads the API key from. */
+export const API_KEY_ENV = "E2B_API_KEY";
+
+/** Fills in defaults; the API key falls back to `E2B_API_KEY` at the time the provider is made. */
+export function resolveE2BOptions(options: E2BProviderOptions): ResolvedE2BOptions {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new SandboxError(
+      "Validation",
+      `e2b({ timeoutMs }) must be a positive number, got ${String(options.timeoutMs)}`,
+      {
+        provider: "e2b",
+        retryable: false,
+      },
+    );
+  }
+  return {
+    apiKey: options.apiKey ?? (process.env[API_KEY_ENV] || undefined),
+    domain: options.domain,
+    template: options.template ?? DEFAULT_TEMPLATE,
+    timeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs,
+    user: options.user,
+    pauseKeepsMemory: options.pauseKeepsMemory ?? true,
+    apiUrl: options.apiUrl,
+    sandboxUrl: options.sandboxUrl,
+    headers: options.headers,
+  };
+}
