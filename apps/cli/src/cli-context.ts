@@ -1,4 +1,4 @@
-import type { Sandbox, SandboxClient } from "@sbox/core";
+import type { Sandbox, SandboxClient, SandboxProvider } from "@sbox/core";
 import { createSandboxClient } from "@sbox/core";
 import type { OptionValues } from "./args/parse-command-line.js";
 import { booleanOption, stringListOption, stringOption } from "./args/parse-command-line.js";
@@ -10,6 +10,7 @@ import { toJson } from "./output/json-output.js";
 import { type Spinner, startSpinner } from "./output/spinner.js";
 import { DEFAULT_PROVIDER } from "./providers/known-providers.js";
 import { instantiateProvider, loadProviderPackage } from "./providers/load-provider.js";
+import { type CliRecords, openRecords } from "./records/cli-records.js";
 
 /** Everything a command needs: streams, output style, and clients for the chosen provider. */
 export interface CliContext {
@@ -32,8 +33,12 @@ export interface CliContext {
   spinner(text: string): Spinner;
   /** Runs `work` under a spinner. */
   waitFor<T>(text: string, work: () => Promise<T>): Promise<T>;
+  /** The provider object of a name (the chosen one by default); built once. */
+  provider(providerName?: string): Promise<SandboxProvider>;
   /** The client of a provider (the chosen one by default); created once, disposed at exit. */
   client(providerName?: string): Promise<SandboxClient>;
+  /** The durable records (`@sbox/manager`), when installed and not turned off; opened once. */
+  records(): Promise<CliRecords | undefined>;
   /** Connects to a sandbox; an id `docker:abc` uses provider docker unless `--provider` says otherwise. */
   connect(id: string): Promise<Sandbox>;
   /** The provider an id belongs to. */
@@ -53,6 +58,8 @@ export function createCliContext(io: CliIo, values: OptionValues): CliContext {
   const out = createColours(colourEnabled(io.stdout, io.env));
   const err = createColours(colourEnabled(io.stderr, io.env));
   const clients = new Map<string, Promise<SandboxClient>>();
+  const providers = new Map<string, Promise<SandboxProvider>>();
+  let records: Promise<CliRecords | undefined> | undefined;
   const spinnerEnabled = io.stderr.isTTY === true && io.env.TERM !== "dumb";
   let spinnerActive = false;
 
@@ -87,17 +94,28 @@ export function createCliContext(io: CliIo, values: OptionValues): CliContext {
         spinnerActive = false;
       }
     },
+    provider(name = providerName) {
+      let provider = providers.get(name);
+      if (!provider) {
+        provider = loadProviderPackage(name, io.cwd).then((pkg) => instantiateProvider(pkg, providerOptions));
+        providers.set(name, provider);
+      }
+      return provider;
+    },
     client(name = providerName) {
       let client = clients.get(name);
       if (!client) {
-        client = (async () => {
-          const pkg = await loadProviderPackage(name, io.cwd);
-          const provider = instantiateProvider(pkg, providerOptions);
-          return createSandboxClient({ provider });
-        })();
+        client = context.provider(name).then((provider) => createSandboxClient({ provider }));
         clients.set(name, client);
       }
       return client;
+    },
+    records() {
+      records ??= openRecords(io).then(({ records: opened, reason }) => {
+        if (!opened && debug && reason) io.stderr.write(`${err.dim(`records off: ${reason}`)}\n`);
+        return opened;
+      });
+      return records;
     },
     providerOfId(id) {
       const colon = id.indexOf(":");
@@ -123,6 +141,9 @@ export function createCliContext(io: CliIo, values: OptionValues): CliContext {
       const all = [...clients.values()];
       clients.clear();
       await Promise.allSettled(all.map(async (client) => (await client).dispose()));
+      const opened = records;
+      records = undefined;
+      if (opened) await (await opened.catch(() => undefined))?.close();
     },
   };
   return context;

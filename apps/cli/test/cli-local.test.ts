@@ -291,8 +291,12 @@ describe("sbox against provider-local (the real binary)", () => {
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const reaped = await home.run(["reap", "--json"]);
     expect(reaped.code).toBe(0);
-    const infos = JSON.parse(reaped.stdout) as { id: string; state: string }[];
-    expect(infos.map((info) => info.id)).toContain(short);
+    // Recorded sandboxes expire through their record (stopExpired), others through client.reap().
+    const report = JSON.parse(reaped.stdout) as {
+      reaped: { id: string }[];
+      records: { stopped: string[] } | null;
+    };
+    expect([...report.reaped.map((info) => info.id), ...(report.records?.stopped ?? [])]).toContain(short);
     expect(JSON.parse((await home.run(["info", "--json", short])).stdout).state).toBe("stopped");
     expect((await home.run(["exec", short, "--", "true"])).code).not.toBe(0);
     const extended = await home.run(["ttl", "--json", short, "1h"]);
@@ -301,6 +305,36 @@ describe("sbox against provider-local (the real binary)", () => {
     expect((await home.run(["resume", short])).code).toBe(0);
     expect((await home.run(["exec", short, "--", "echo", "back"])).stdout).toBe("back\n");
     expect((await home.run(["rm", short])).code).toBe(0);
+  });
+
+  it("create records owner and labels (@sbox/manager); ls and info show them; rm keeps the record as destroyed", async () => {
+    const created = await home.run(["create", "--owner", "alice", "-l", "team=blue", "--json"]);
+    expect(created.code).toBe(0);
+    const made = JSON.parse(created.stdout) as {
+      id: string;
+      record: { id: string; ownerId: string; labels: object };
+    };
+    expect(made.record.ownerId).toBe("alice");
+    expect(made.record.labels).toEqual({ team: "blue" });
+    const listed = JSON.parse((await home.run(["ls", "--json"])).stdout) as {
+      id: string;
+      record?: { ownerId: string };
+    }[];
+    expect(listed.find((info) => info.id === made.id)?.record?.ownerId).toBe("alice");
+    const table = (await home.run(["ls"])).stdout;
+    expect(table).toMatch(/\bOWNER\b/);
+    expect(table.split("\n").find((line) => line.startsWith(made.id))).toMatch(/\balice\b.*team=blue/);
+    const info = JSON.parse((await home.run(["info", "--json", made.id])).stdout) as {
+      record: { id: string };
+    };
+    expect(info.record.id).toBe(made.record.id);
+    expect((await home.run(["rm", made.id])).code).toBe(0);
+    expect(idsOf(await home.run(["ls", "--json"]))).not.toContain(made.id);
+    // Without records the same commands work on the provider alone.
+    const plain = await home.run(["create", "--json"], { env: { SBOX_RECORDS: "0" } });
+    const plainInfo = JSON.parse(plain.stdout) as { id: string; record?: unknown };
+    expect(plainInfo.record).toBeUndefined();
+    expect((await home.run(["rm", plainInfo.id], { env: { SBOX_RECORDS: "0" } })).code).toBe(0);
   });
 
   it("rm --all --label --yes removes only the labelled sandboxes", async () => {

@@ -1,4 +1,7 @@
+import { stringOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
+import { recordToJson } from "../records/record-json.js";
+import { managerFor } from "../records/record-operations.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { infoToJson } from "./sandbox-json.js";
 import { buildSpec, SPEC_OPTIONS } from "./spec-options.js";
@@ -8,21 +11,52 @@ export const createCommand: CommandDefinition = {
   name: "create",
   summary: "create a sandbox and print its id",
   usage: ["sbox create [options]"],
-  details: "Prints the new sandbox's id on stdout (with --json: its info). Remove it with `sbox rm ID`.",
-  options: SPEC_OPTIONS,
+  details:
+    "Prints the new sandbox's id on stdout (with --json: its info). Remove it with `sbox rm ID`.\n" +
+    "Where @sbox/manager is installed (and SBOX_RECORDS is not 0) the sandbox is also recorded in\n" +
+    "$SBOX_HOME/manager.db with its owner and labels; its --ttl is then enforced by `sbox reap`.",
+  options: {
+    ...SPEC_OPTIONS,
+    owner: { type: "string", valueName: "OWNER", description: "owner kept in the sandbox's record" },
+  },
   examples: ["id=$(sbox create -l owner=me --ttl 2h)", "sbox create -p docker -t busybox:latest --json"],
   async run(context, args) {
     expectPositionals(args, "create", [], { max: 0 });
     expectNoCommand(args, "create");
     const spec = buildSpec(args.values, context.io.env);
+    const owner = stringOption(args.values, "owner");
+    const provider = await context.provider();
+    // The manager marks sandboxes with metadata, so only providers that keep metadata can be recorded.
+    const manager = provider.honours.includes("metadata")
+      ? await managerFor(context, [context.providerName])
+      : undefined;
+    if (manager) {
+      const record = await context.waitFor("creating sandbox", () =>
+        manager.create({
+          spec,
+          provider: context.providerName,
+          ...(owner === undefined ? {} : { ownerId: owner }),
+          ...(spec.metadata === undefined ? {} : { labels: spec.metadata }),
+        }),
+      );
+      const id = record.sandboxId!;
+      if (context.json) {
+        const sandbox = await context.connect(id);
+        context.printJson({ ...infoToJson(await sandbox.getInfo()), record: recordToJson(record) });
+      } else {
+        context.print(`${id}\n`);
+      }
+      return 0;
+    }
+    if (owner !== undefined) {
+      context.note(
+        context.err.yellow("warning: --owner is only kept where sandboxes are recorded (@sbox/manager)"),
+      );
+    }
     const client = await context.client();
     const sandbox = await context.waitFor("creating sandbox", () => client.create(spec));
-    if (context.json) {
-      const info = await sandbox.getInfo();
-      context.printJson(infoToJson(info));
-    } else {
-      context.print(`${sandbox.id}\n`);
-    }
+    if (context.json) context.printJson(infoToJson(await sandbox.getInfo()));
+    else context.print(`${sandbox.id}\n`);
     return 0;
   },
 };

@@ -1,6 +1,8 @@
 import { CAPABILITY_NAMES } from "@sbox/core";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { formatLabels, formatRelative } from "../output/format.js";
+import { recordToJson } from "../records/record-json.js";
+import { recordOfSandbox } from "../records/record-operations.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { styleState } from "./ls.js";
 import { infoToJson } from "./sandbox-json.js";
@@ -27,11 +29,17 @@ export const infoCommand: CommandDefinition = {
     expectNoCommand(args, "info");
     const sandbox = await context.connect(id!);
     const info = await context.waitFor("reading state", () => sandbox.getInfo());
+    const record = await recordOfSandbox(context, id!);
     const capabilities = Object.fromEntries(
       CAPABILITY_NAMES.map((name) => [name, sandbox.capabilities.map[name]]),
     );
     if (context.json) {
-      context.printJson({ ...infoToJson(info), capabilities, flags: sandbox.capabilities.flags });
+      context.printJson({
+        ...infoToJson(info),
+        capabilities,
+        flags: sandbox.capabilities.flags,
+        ...(record ? { record: recordToJson(record) } : {}),
+      });
       return 0;
     }
     const { out } = context;
@@ -50,6 +58,18 @@ export const infoCommand: CommandDefinition = {
       ],
       ["labels", formatLabels(info.metadata)],
       ["capabilities", available.join(", ") || "-"],
+      ...(record
+        ? ([
+            ["record", `${record.id} (${record.status})`],
+            ["owner", record.ownerId ?? "-"],
+            [
+              "record expires",
+              record.expiresAt
+                ? `${record.expiresAt.toISOString()} (${formatRelative(record.expiresAt)})`
+                : "never",
+            ],
+          ] as [string, string][])
+        : []),
       ...scalarDetails(info.raw).map(([key, value]): [string, string] => [`raw.${key}`, value]),
     ];
     const width = Math.max(...rows.map(([key]) => key.length));

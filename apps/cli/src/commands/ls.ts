@@ -1,4 +1,5 @@
 import type { ListFilter, SandboxInfo, SandboxState } from "@sbox/core";
+import type { SandboxRecord } from "@sbox/manager";
 import { type OptionValues, stringListOption, stringOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { usageError } from "../args/usage-error.js";
@@ -7,6 +8,7 @@ import type { CliContext } from "../cli-context.js";
 import type { Colours } from "../output/colour.js";
 import { formatLabels, formatRelative } from "../output/format.js";
 import { renderTable } from "../output/table.js";
+import { recordToJson } from "../records/record-json.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { infoToJson } from "./sandbox-json.js";
 
@@ -57,10 +59,30 @@ export async function listSandboxes(context: CliContext, filter: ListFilter): Pr
   });
 }
 
-/** Prints sandboxes as a table (or JSON). */
-export function printSandboxes(context: CliContext, sandboxes: readonly SandboxInfo[]): void {
+/** Records of the listed sandboxes, by sandbox id (empty when records are off). */
+export async function recordsBySandbox(context: CliContext): Promise<Map<string, SandboxRecord>> {
+  const records = await context.records();
+  const bySandbox = new Map<string, SandboxRecord>();
+  if (!records) return bySandbox;
+  for (const record of await records.list()) {
+    if (record.sandboxId && record.status !== "destroyed") bySandbox.set(record.sandboxId, record);
+  }
+  return bySandbox;
+}
+
+/** Prints sandboxes as a table (or JSON), with owner and record expiry where they are recorded. */
+export function printSandboxes(
+  context: CliContext,
+  sandboxes: readonly SandboxInfo[],
+  records: ReadonlyMap<string, SandboxRecord> = new Map(),
+): void {
   if (context.json) {
-    context.printJson(sandboxes.map(infoToJson));
+    context.printJson(
+      sandboxes.map((info) => {
+        const record = records.get(info.id);
+        return record ? { ...infoToJson(info), record: recordToJson(record) } : infoToJson(info);
+      }),
+    );
     return;
   }
   if (sandboxes.length === 0) {
@@ -68,6 +90,9 @@ export function printSandboxes(context: CliContext, sandboxes: readonly SandboxI
     return;
   }
   const now = Date.now();
+  const expiry = (info: SandboxInfo): Date | undefined =>
+    info.expiresAt ?? records.get(info.id)?.expiresAt ?? undefined;
+  const withOwner = sandboxes.some((info) => records.get(info.id)?.ownerId);
   context.print(
     renderTable(
       sandboxes,
@@ -75,12 +100,20 @@ export function printSandboxes(context: CliContext, sandboxes: readonly SandboxI
         { header: "ID", cell: (info) => info.id },
         { header: "STATE", cell: (info) => styleState(info.state, context.out) },
         { header: "CREATED", cell: (info) => formatRelative(info.createdAt, now) },
-        { header: "EXPIRES", cell: (info) => formatRelative(info.expiresAt, now) },
-        { header: "LABELS", cell: (info) => formatLabels(info.metadata) },
+        { header: "EXPIRES", cell: (info) => formatRelative(expiry(info), now) },
+        ...(withOwner
+          ? [{ header: "OWNER", cell: (info: SandboxInfo) => records.get(info.id)?.ownerId ?? "-" }]
+          : []),
+        { header: "LABELS", cell: (info) => formatLabels(visibleLabels(info.metadata)) },
       ],
       context.out.bold,
     ),
   );
+}
+
+/** Labels without the manager's own bookkeeping keys, which say nothing to a person. */
+function visibleLabels(metadata: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith("sbox-manager-")));
 }
 
 /** `sbox ls`: lists sandboxes of the provider. */
@@ -110,7 +143,7 @@ export const lsCommand: CommandDefinition = {
     expectPositionals(args, "ls", [], { max: 0 });
     expectNoCommand(args, "ls");
     const sandboxes = await listSandboxes(context, listFilterOf(args.values));
-    printSandboxes(context, sandboxes);
+    printSandboxes(context, sandboxes, await recordsBySandbox(context));
     return 0;
   },
 };

@@ -4,6 +4,7 @@ import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { usageError } from "../args/usage-error.js";
 import { EXIT_CODES } from "../output/exit-codes.js";
 import { confirm } from "../prompt.js";
+import { viaRecord } from "../records/record-operations.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { forEachSandbox } from "./for-each-sandbox.js";
 import { listFilterOf, listSandboxes } from "./ls.js";
@@ -61,7 +62,7 @@ export const rmCommand: CommandDefinition = {
     }
     const { code } = await forEachSandbox(context, ids, "removing", async (id) => {
       try {
-        await (await context.connect(id)).destroy();
+        if (!(await viaRecord(context, id, "destroy"))) await (await context.connect(id)).destroy();
       } catch (error) {
         // Already gone is what rm wants; with --force that is not worth an error.
         if (force && SandboxError.isInstance(error) && error.code === "NotFound") return;

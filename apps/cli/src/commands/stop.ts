@@ -1,4 +1,5 @@
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
+import { viaRecord } from "../records/record-operations.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { forEachSandbox } from "./for-each-sandbox.js";
 
