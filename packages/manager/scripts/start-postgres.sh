@@ -4,6 +4,10 @@
 #   eval "$(bash packages/manager/scripts/start-postgres.sh)"   # exports SBOX_TEST_POSTGRES_URL/_DIR
 #   bash packages/manager/scripts/stop-postgres.sh "$SBOX_TEST_POSTGRES_DIR"
 #
+#   start-postgres.sh [--owner-pid PID] [DIR]
+#     --owner-pid: also stop the cluster (and delete DIR) as soon as process PID is gone, so a test run
+#     that is killed cannot leave a server behind.
+#
 # Installs Debian's postgresql when initdb is missing. Only `export` lines go to stdout (also written to
 # $DIR/env); progress goes to stderr. Durability is switched off: the cluster holds test data only.
 set -euo pipefail
@@ -27,6 +31,11 @@ fi
 INITDB=$(find_bin initdb)
 PG_CTL=$(find_bin pg_ctl)
 
+OWNER_PID=
+if [ "${1:-}" = "--owner-pid" ]; then
+  OWNER_PID=${2:?--owner-pid needs a pid}
+  shift 2
+fi
 DIR=${1:-$(mktemp -d /tmp/sbox-pg-XXXXXX)}
 mkdir -p "$DIR"
 
@@ -53,6 +62,12 @@ as_owner "$PG_CTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
   exit 1
 }
 log "cluster in $DIR on port $PORT ready in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+if [ -n "$OWNER_PID" ]; then
+  # Detached from this script's stdout so that $(...) around it returns at once.
+  setsid nohup bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done; [ -d "$2" ] && bash "$3" "$2"' \
+    watchdog "$OWNER_PID" "$DIR" "$(dirname "$0")/stop-postgres.sh" >/dev/null 2>&1 </dev/null &
+fi
 
 URL="postgresql://postgres@127.0.0.1:$PORT/postgres"
 {

@@ -62,9 +62,9 @@ export interface SeedFile {
 export interface ManagerSpec extends Omit<SandboxSpec, "signal" | "idempotencyKey"> {
   git?: GitSource | undefined;
   /** Run in order after the checkout and the files; the first non-zero exit marks the record `failed`. */
-  setup?: readonly (string | SetupStep)[] | undefined;
-  /** The main process. */
-  start?: string | StartCommand | undefined;
+  setup?: readonly (ManagedCommand | SetupStep)[] | undefined;
+  /** The main process: a shell snippet, an argv, or `{ run, cwd?, env? }`. */
+  start?: ManagedCommand | StartCommand | undefined;
   /** Files to seed. Only their paths, sizes and modes are stored in the record. */
   files?: readonly SeedFile[] | undefined;
 }

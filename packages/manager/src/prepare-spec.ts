@@ -98,7 +98,7 @@ function argvOf(command: unknown, name: string): readonly string[] {
   }
   if (Array.isArray(command)) {
     if (command.length === 0) throw invalid(`${name} must not be an empty argv`);
-    command.forEach((arg, i) => checkString(arg, `${name}[${i}]`, { allowEmpty: i > 0 }));
+    for (const [i, arg] of command.entries()) checkString(arg, `${name}[${i}]`, { allowEmpty: i > 0 });
     return command as readonly string[];
   }
   throw invalid(`${name} must be a string or an argv array`);
@@ -187,7 +187,7 @@ function prepareGit(git: GitSource): { prepared: PreparedGit; stored: StoredSpec
   return { prepared: { url: split.url, ref, depth: git.depth, dir, authorization }, stored, secrets };
 }
 
-function prepareStep(step: string | SetupStep, index: number): PreparedStep {
+function prepareStep(step: ManagedCommand | SetupStep, index: number): PreparedStep {
   if (typeof step === "string") {
     return {
       name: describeCommand(step),
@@ -199,6 +199,19 @@ function prepareStep(step: string | SetupStep, index: number): PreparedStep {
   }
   if (typeof step !== "object" || step === null)
     throw invalid(`setup[${index}] must be a string or an object`);
+  if (Array.isArray(step)) {
+    return {
+      name: describeCommand(step),
+      argv: argvOf(step, `setup[${index}]`),
+      cwd: undefined,
+      env: undefined,
+      timeoutMs: DEFAULT_STEP_TIMEOUT_MS,
+    };
+  }
+  return prepareStepObject(step as SetupStep, index);
+}
+
+function prepareStepObject(step: SetupStep, index: number): PreparedStep {
   const argv = argvOf(step.run, `setup[${index}].run`);
   const timeoutMs = step.timeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
   if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
@@ -215,13 +228,16 @@ function prepareStep(step: string | SetupStep, index: number): PreparedStep {
 }
 
 /** Validates the main process of a spec (also used again by `resume`). */
-export function prepareStart(start: string | StartCommand): PreparedStart {
-  if (typeof start === "string") return { argv: argvOf(start, "start"), cwd: undefined, env: undefined };
-  if (typeof start !== "object" || start === null) throw invalid("start must be a string or an object");
+export function prepareStart(start: ManagedCommand | StartCommand): PreparedStart {
+  if (typeof start === "string" || Array.isArray(start))
+    return { argv: argvOf(start, "start"), cwd: undefined, env: undefined };
+  if (typeof start !== "object" || start === null)
+    throw invalid("start must be a string, an argv or an object");
+  const command = start as StartCommand;
   return {
-    argv: argvOf(start.run, "start.run"),
-    cwd: start.cwd === undefined ? undefined : checkRelativeOrAbsolute(start.cwd, "start.cwd"),
-    env: checkEnv(start.env, "start.env"),
+    argv: argvOf(command.run, "start.run"),
+    cwd: command.cwd === undefined ? undefined : checkRelativeOrAbsolute(command.cwd, "start.cwd"),
+    env: checkEnv(command.env, "start.env"),
   };
 }
 

@@ -70,6 +70,8 @@ async function outputTail(sandbox: Sandbox, log: string, offset: number): Promis
 
 interface StepOutcome {
   exitCode: number | undefined;
+  /** What the wrapper itself printed to stderr (before its output went to the log): a cwd problem, say. */
+  stderr: string;
   timedOut: boolean;
   offset: number;
   error: SandboxError | undefined;
@@ -95,6 +97,7 @@ async function runLogged(
     const offset = Number.parseInt(result.stdout.trim(), 10);
     return {
       exitCode: result.exitCode,
+      stderr: result.stderr,
       timedOut: false,
       offset: Number.isFinite(offset) ? offset : 0,
       error: undefined,
@@ -103,7 +106,13 @@ async function runLogged(
     const wrapped = SandboxError.isInstance(error)
       ? error
       : new SandboxError("Provider", String(error), { cause: error });
-    return { exitCode: undefined, timedOut: wrapped.code === "Timeout", offset: 0, error: wrapped };
+    return {
+      exitCode: undefined,
+      stderr: "",
+      timedOut: wrapped.code === "Timeout",
+      offset: 0,
+      error: wrapped,
+    };
   }
 }
 
@@ -147,7 +156,7 @@ async function checkStep(
   secrets: readonly string[],
 ): Promise<void> {
   if (outcome.exitCode === 0) return;
-  const tail = await outputTail(sandbox, log, outcome.offset);
+  const tail = (outcome.stderr + (await outputTail(sandbox, log, outcome.offset))).slice(-OUTPUT_TAIL_BYTES);
   const extra = { step: what.step, exitCode: outcome.exitCode, outputTail: tail };
   if (outcome.timedOut) {
     throw failure(
@@ -175,13 +184,11 @@ export async function startMain(
   sandbox: Sandbox,
   start: PreparedStart,
   runtime: RecordRuntime,
-  options: { graceMs: number; secrets: readonly string[] },
+  options: { graceMs: number; secrets: readonly string[]; defaultCwd: string | undefined },
 ): Promise<number> {
   const log = runtime.startLog ?? resolveIn(runtime.workdir, `${MANAGER_STATE_DIR}/start.log`);
-  const cwd =
-    start.cwd === undefined
-      ? (runtime.checkoutDir ?? runtime.workdir)
-      : resolveIn(runtime.workdir, start.cwd);
+  // Paths go to the provider as the user wrote them: relative ones resolve against its workdir.
+  const cwd = start.cwd ?? options.defaultCwd;
   let processHandle: Awaited<ReturnType<Sandbox["commands"]["spawn"]>>;
   try {
     processHandle = await sandbox.commands.spawn(["sh", "-c", START_WRAPPER, "sh", log, ...start.argv], {
@@ -258,7 +265,7 @@ export async function provision(
 
   if (spec.git) {
     const checkoutDir = resolveIn(workdir, spec.git.dir);
-    const { clone, checkout } = gitArgv(spec.git, checkoutDir);
+    const { clone, checkout } = gitArgv(spec.git, spec.git.dir);
     const env = gitEnv(spec.git);
     const timeoutMs = 30 * 60_000;
     const label = `git clone ${spec.git.url}`;
@@ -283,7 +290,7 @@ export async function provision(
   }
 
   for (const file of spec.files) {
-    const path = resolveIn(workdir, file.path);
+    const path = file.path;
     try {
       await sandbox.files.write(path, file.content, file.mode === undefined ? {} : { mode: file.mode });
     } catch (error) {
@@ -292,16 +299,9 @@ export async function provision(
     }
   }
 
-  const defaultCwd = runtime.checkoutDir ?? workdir;
+  const defaultCwd = spec.git?.dir;
   for (const [index, step] of spec.setup.entries()) {
-    await runStep(
-      sandbox,
-      log,
-      step,
-      index,
-      step.cwd === undefined ? defaultCwd : resolveIn(workdir, step.cwd),
-      secrets,
-    );
+    await runStep(sandbox, log, step, index, step.cwd ?? defaultCwd, secrets);
   }
 
   if (spec.start) {
@@ -309,6 +309,7 @@ export async function provision(
     runtime.startPid = await startMain(sandbox, spec.start, runtime, {
       graceMs: options.startGraceMs,
       secrets,
+      defaultCwd,
     });
   }
 
@@ -334,7 +335,7 @@ async function runStep(
   log: string,
   step: PreparedStep,
   index: number,
-  cwd: string,
+  cwd: string | undefined,
   secrets: readonly string[],
 ): Promise<void> {
   const outcome = await runLogged(sandbox, log, step.name, step.argv, {

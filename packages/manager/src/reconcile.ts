@@ -167,6 +167,7 @@ export async function settleRecord(
               const startPid = await startMain(sandbox, prepareStart(record.spec.start), record.runtime, {
                 graceMs: internals.startGraceMs,
                 secrets: [],
+                defaultCwd: record.spec.git?.dir,
               });
               changes.runtime = { ...record.runtime, startPid };
               detail += "; restarted the main process";

@@ -18,14 +18,7 @@ import type { ManagerInternals } from "./manager-internals.js";
 import { NAMESPACE_LABEL, RECORD_LABEL } from "./manager-labels.js";
 import type { ManagerSpec, SeedFile } from "./manager-spec.js";
 import { prepareFiles, prepareSpec, prepareStart } from "./prepare-spec.js";
-import {
-  isMainRunning,
-  ProvisionFailure,
-  provision,
-  readLogChunk,
-  resolveIn,
-  startMain,
-} from "./provision.js";
+import { isMainRunning, ProvisionFailure, provision, readLogChunk, startMain } from "./provision.js";
 import { type ReconcileReport, reconcileRecords, settleRecord } from "./reconcile.js";
 import {
   RECORD_ID_PATTERN,
@@ -521,6 +514,7 @@ export class SandboxManager {
             runtime.startPid = await startMain(sandbox, prepareStart(record.spec.start), runtime, {
               graceMs: this.#startGraceMs,
               secrets: [],
+              defaultCwd: record.spec.git?.dir,
             });
           } catch (error) {
             await (sandbox.capabilities.map.stop !== "unsupported" ? sandbox.stop() : sandbox.pause()).catch(
@@ -607,13 +601,9 @@ export class SandboxManager {
             content,
           })),
     );
-    const { record, sandbox } = await this.#usable(id, "writeFiles");
+    const { sandbox } = await this.#usable(id, "writeFiles");
     for (const file of list) {
-      await sandbox.files.write(
-        resolveIn(record.runtime.workdir, file.path),
-        file.content,
-        file.mode === undefined ? {} : { mode: file.mode },
-      );
+      await sandbox.files.write(file.path, file.content, file.mode === undefined ? {} : { mode: file.mode });
     }
   }
 
@@ -628,9 +618,8 @@ export class SandboxManager {
   ): Promise<Uint8Array | string> {
     if (typeof path !== "string" || path.length === 0 || path.includes("\0"))
       throw invalid("path must be a non-empty string");
-    const { record, sandbox } = await this.#usable(id, "readFile");
-    const target = resolveIn(record.runtime.workdir, path);
-    return options?.encoding === "utf8" ? sandbox.files.readText(target) : sandbox.files.read(target);
+    const { sandbox } = await this.#usable(id, "readFile");
+    return options?.encoding === "utf8" ? sandbox.files.readText(path) : sandbox.files.read(path);
   }
 
   /**

@@ -58,7 +58,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
   let missing = "";
   if (!url) {
     try {
-      const out = execFileSync("bash", [`${scripts}start-postgres.sh`], {
+      const out = execFileSync("bash", [`${scripts}start-postgres.sh`, "--owner-pid", String(process.pid)], {
         encoding: "utf8",
         stdio: ["ignore", "pipe", "pipe"],
       });
