@@ -328,6 +328,18 @@ describe("sbox against provider-local (the real binary)", () => {
       record: { id: string };
     };
     expect(info.record.id).toBe(made.record.id);
+    // stop/resume go through the record's transitions, so record and provider agree.
+    const recordStatus = async (): Promise<[string, string]> => {
+      const current = JSON.parse((await home.run(["info", "--json", made.id])).stdout) as {
+        state: string;
+        record: { status: string };
+      };
+      return [current.state, current.record.status];
+    };
+    expect((await home.run(["stop", made.id])).code).toBe(0);
+    expect(await recordStatus()).toEqual(["stopped", "stopped"]);
+    expect((await home.run(["resume", made.id])).code).toBe(0);
+    expect(await recordStatus()).toEqual(["running", "running"]);
     expect((await home.run(["rm", made.id])).code).toBe(0);
     expect(idsOf(await home.run(["ls", "--json"]))).not.toContain(made.id);
     // Without records the same commands work on the provider alone.

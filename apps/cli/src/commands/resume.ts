@@ -14,9 +14,9 @@ export const resumeCommand: CommandDefinition = {
   async run(context, args) {
     const ids = expectPositionals(args, "resume", ["ID", "ID..."], { min: 1, max: Number.POSITIVE_INFINITY });
     expectNoCommand(args, "resume");
-    const { code } = await forEachSandbox(context, ids, "resuming", async (id) =>
-      (await context.connect(id)).resume(),
-    );
+    const { code } = await forEachSandbox(context, ids, "resuming", async (id) => {
+      if (!(await viaRecord(context, id, "resume"))) await (await context.connect(id)).resume();
+    });
     return code;
   },
 };

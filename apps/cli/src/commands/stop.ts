@@ -14,9 +14,9 @@ export const stopCommand: CommandDefinition = {
   async run(context, args) {
     const ids = expectPositionals(args, "stop", ["ID", "ID..."], { min: 1, max: Number.POSITIVE_INFINITY });
     expectNoCommand(args, "stop");
-    const { code } = await forEachSandbox(context, ids, "stopping", async (id) =>
-      (await context.connect(id)).stop(),
-    );
+    const { code } = await forEachSandbox(context, ids, "stopping", async (id) => {
+      if (!(await viaRecord(context, id, "stop"))) await (await context.connect(id)).stop();
+    });
     return code;
   },
 };
