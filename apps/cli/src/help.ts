@@ -41,6 +41,7 @@ export function renderMainHelp(commands: readonly CommandDefinition[], version: 
     c.bold("Environment:"),
     "  SBOX_PROVIDER   default provider          SBOX_HOME   state root (default ~/.sbox)",
     "  NO_COLOR        disable colour            SBOX_DEBUG=1  same as --debug",
+    "  SBOX_RECORDS=0  do not record sandboxes in $SBOX_HOME/manager.db (@sbox/manager)",
     "",
     c.bold("Errors:"),
     "  One line on stderr: error[<code>]: <message>  (stack and causes with --debug)",

@@ -67,6 +67,12 @@ describe("sbox doctor", () => {
     );
     const docker = report.providers.find((provider) => provider.name === "docker")!;
     expect(docker.checks.map((check) => check.name)).toContain("docker engine");
+    const records = (JSON.parse(result.stdout) as { records: { ok: boolean; detail: string } }).records;
+    expect(records).toEqual({ ok: true, detail: `sandboxes are recorded in ${home.dir}/manager.db` });
+    const off = JSON.parse((await home.run(["doctor", "--json"], { env: { SBOX_RECORDS: "0" } })).stdout) as {
+      records: { ok: boolean; detail: string };
+    };
+    expect(off.records).toEqual({ ok: false, detail: "sandboxes are not recorded: SBOX_RECORDS=0" });
   });
 
   it("names the missing credential variable and how to fix it, without printing values", async () => {

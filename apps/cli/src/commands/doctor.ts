@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { EXIT_CODES } from "../output/exit-codes.js";
 import {
@@ -5,8 +6,15 @@ import {
   discoverProviders,
   packageForProvider,
 } from "../providers/load-provider.js";
+import { openRecords } from "../records/cli-records.js";
 import type { CommandDefinition } from "./command-definition.js";
-import { checkBwrap, checkDockerEngine, checkStateRoot, type DoctorCheck } from "./doctor-checks.js";
+import {
+  checkBwrap,
+  checkDockerEngine,
+  checkStateRoot,
+  type DoctorCheck,
+  sboxHome,
+} from "./doctor-checks.js";
 
 /** A provider's health as `doctor` reports it. */
 interface ProviderReport {
@@ -94,11 +102,17 @@ export const doctorCommand: CommandDefinition = {
       );
     });
     const selected = reports.find((report) => report.name === packageForProvider(context.providerName).name);
+    const opened = await openRecords(context.io);
+    await opened.records?.close();
+    const records = opened.records
+      ? { ok: true, detail: `sandboxes are recorded in ${join(sboxHome(context.io.env), "manager.db")}` }
+      : { ok: false, detail: `sandboxes are not recorded: ${opened.reason ?? "unknown reason"}` };
     if (context.json) {
       context.printJson({
         selected: context.providerName,
         ready: selected?.ready ?? false,
         providers: reports,
+        records,
       });
     } else {
       const { out } = context;
@@ -114,6 +128,9 @@ export const doctorCommand: CommandDefinition = {
             context.print(`${" ".repeat(width)}    ${out.dim(`fix: ${check.fix}`)}\n`);
         }
       }
+      context.print(
+        `${out.bold("records")}  ${records.ok ? out.green("✓") : out.yellow("!")} ${records.detail}\n`,
+      );
     }
     return selected?.ready ? 0 : EXIT_CODES.generic;
   },
