@@ -5,6 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeSboxHome, SBOX_BIN, waitUntil } from "./sbox-harness.js";
 
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
+if (!hasTmux) {
+  // Visible, and fatal in CI (where .ci/run installs tmux): a skipped terminal test must not pass unseen.
+  console.warn("sbox shell terminal test skipped: tmux is not installed (apt-get install -y tmux)");
+  if (process.env.CI === "true") throw new Error("CI must have tmux for the sbox shell test");
+}
 const home = makeSboxHome();
 const socket = `sbox-test-${randomUUID().slice(0, 8)}`;
 let id = "";
