@@ -9,11 +9,13 @@ import {
   shellQuoteArgv,
 } from "@sbox/core/spec";
 import type { CommandHandle, CommandStartOpts } from "e2b";
-import { e2bCall, e2bError, toE2BError } from "./e2b-errors.js";
+import { e2bError, toE2BError } from "./e2b-errors.js";
 import { exitFromE2B } from "./e2b-exit.js";
 import { KILL_TREE_SCRIPT, signalForKill } from "./e2b-kill-tree.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
-import type { ResolvedE2BOptions } from "./e2b-options.js";
+import { type CommandContext, sandboxCall } from "./e2b-sandbox-call.js";
+
+export type { CommandContext } from "./e2b-sandbox-call.js";
 
 /** Bytes per stdin request: the daemon takes stdin as base64 in one JSON message per call. */
 const STDIN_CHUNK = 256 * 1024;
@@ -44,11 +46,6 @@ export async function waitForExit(handle: CommandHandle, operation: string): Pro
     }
     throw toE2BError(error, { operation, plane: "sandbox" });
   }
-}
-
-/** Context every command function needs. */
-export interface CommandContext {
-  readonly options: ResolvedE2BOptions;
 }
 
 function startOptions(
@@ -84,43 +81,49 @@ async function start(
 ): Promise<CommandHandle> {
   if (request.signal.aborted) throw abortError(request.signal, operation);
   const line = commandLine(request.command);
-  return e2bCall({ operation, plane: "sandbox", apiKey: ctx.options.apiKey, signal: request.signal }, () =>
+  return sandboxCall(ctx, sandbox.id, operation, request.signal, () =>
     sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
   );
 }
 
 /** Sends bytes to a process's stdin in pieces the daemon takes in one request each. */
-export async function sendStdin(sandbox: E2BDriverSandbox, pid: number, data: Uint8Array): Promise<void> {
+export async function sendStdin(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  pid: number,
+  data: Uint8Array,
+): Promise<void> {
   for (let offset = 0; offset < data.byteLength; offset += STDIN_CHUNK) {
     const piece = data.subarray(offset, Math.min(offset + STDIN_CHUNK, data.byteLength));
-    await e2bCall({ operation: `stdin of process ${pid}`, plane: "sandbox" }, () =>
+    await sandboxCall(ctx, sandbox.id, `stdin of process ${pid}`, undefined, () =>
       sandbox.native.commands.sendStdin(pid, piece),
     );
   }
 }
 
 async function feedStdin(
+  ctx: CommandContext,
   sandbox: E2BDriverSandbox,
   pid: number,
   stdin: Uint8Array | ReadableStream<Uint8Array>,
   close: boolean,
 ): Promise<void> {
   if (stdin instanceof Uint8Array) {
-    await sendStdin(sandbox, pid, stdin);
+    await sendStdin(ctx, sandbox, pid, stdin);
   } else {
     const reader = stdin.getReader();
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        if (value && value.byteLength > 0) await sendStdin(sandbox, pid, value);
+        if (value && value.byteLength > 0) await sendStdin(ctx, sandbox, pid, value);
       }
     } finally {
       reader.releaseLock();
     }
   }
   if (close) {
-    await e2bCall({ operation: `closing stdin of process ${pid}`, plane: "sandbox" }, () =>
+    await sandboxCall(ctx, sandbox.id, `closing stdin of process ${pid}`, undefined, () =>
       sandbox.native.commands.closeStdin(pid),
     );
   }
@@ -139,7 +142,7 @@ export async function killProcessTree(
 ): Promise<void> {
   const name = signalForKill(signal);
   const line = shellQuoteArgv(["sh", "-c", KILL_TREE_SCRIPT, "sh", name, String(pid)]);
-  const handle = await e2bCall({ operation: `kill ${pid}`, plane: "sandbox", signal: abort }, () =>
+  const handle = await sandboxCall(ctx, sandbox.id, `kill ${pid}`, abort, () =>
     sandbox.native.commands.run(line, {
       background: true,
       user: "root",
@@ -195,7 +198,7 @@ export async function execStream(
   });
   aborted.catch(() => {});
   const fed = hasStdin
-    ? feedStdin(sandbox, handle.pid, request.stdin!, true).then(
+    ? feedStdin(ctx, sandbox, handle.pid, request.stdin!, true).then(
         () => undefined,
         // A command may end (or close its stdin) before reading everything: then its exit decides.
         (error: unknown) =>
@@ -243,9 +246,9 @@ function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: C
     pid,
     wait: () => exit,
     kill: (signal = "SIGKILL") => killProcessTree(ctx, sandbox, pid, signal),
-    writeStdin: (data) => sendStdin(sandbox, pid, data),
+    writeStdin: (data) => sendStdin(ctx, sandbox, pid, data),
     closeStdin: () =>
-      e2bCall({ operation: `closing stdin of process ${pid}`, plane: "sandbox" }, () =>
+      sandboxCall(ctx, sandbox.id, `closing stdin of process ${pid}`, undefined, () =>
         sandbox.native.commands.closeStdin(pid),
       ),
   };
@@ -259,7 +262,7 @@ export async function spawn(
 ): Promise<DriverProcess> {
   const handle = await start(ctx, sandbox, request, request, true, "spawn");
   const proc = driverProcess(ctx, sandbox, handle);
-  if (request.stdin !== undefined) await feedStdin(sandbox, handle.pid, request.stdin, false);
+  if (request.stdin !== undefined) await feedStdin(ctx, sandbox, handle.pid, request.stdin, false);
   return proc;
 }
 
@@ -270,21 +273,23 @@ export async function connectProcess(
   pid: number,
   request: { signal: AbortSignal } & DriverOutputCallbacks,
 ): Promise<DriverProcess> {
-  const handle = await e2bCall(
-    { operation: `connect process ${pid}`, plane: "sandbox", signal: request.signal },
-    () =>
-      sandbox.native.commands.connect(pid, {
-        timeoutMs: 0,
-        onStdout: (chunk) => request.onStdout(chunk),
-        onStderr: (chunk) => request.onStderr(chunk),
-      }),
+  const handle = await sandboxCall(ctx, sandbox.id, `connect process ${pid}`, request.signal, () =>
+    sandbox.native.commands.connect(pid, {
+      timeoutMs: 0,
+      onStdout: (chunk) => request.onStdout(chunk),
+      onStderr: (chunk) => request.onStderr(chunk),
+    }),
   );
   return driverProcess(ctx, sandbox, handle);
 }
 
 /** The daemon's process list: commands it started that are still running (it forgets ended ones). */
-export async function listProcesses(sandbox: E2BDriverSandbox, signal: AbortSignal): Promise<ProcessInfo[]> {
-  const processes = await e2bCall({ operation: "commands.list", plane: "sandbox", signal }, () =>
+export async function listProcesses(
+  ctx: CommandContext,
+  sandbox: E2BDriverSandbox,
+  signal: AbortSignal,
+): Promise<ProcessInfo[]> {
+  const processes = await sandboxCall(ctx, sandbox.id, "commands.list", signal, () =>
     sandbox.native.commands.list({ signal }),
   );
   return processes.map((p) => ({

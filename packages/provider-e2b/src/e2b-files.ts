@@ -1,8 +1,9 @@
 import { type FileInfo, type FileType, SandboxError, shellQuoteArgv } from "@sbox/core/spec";
 import type { EntryInfo } from "e2b";
 import { type CommandContext, exec } from "./e2b-commands.js";
-import { e2bCall, e2bError, toE2BError } from "./e2b-errors.js";
+import { e2bError, toE2BError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
+import { sandboxCall } from "./e2b-sandbox-call.js";
 
 /** Per-request options every filesystem call of the SDK takes. */
 interface FilesystemRequestOpts {
@@ -49,7 +50,7 @@ export async function readFile(
   path: string,
   signal: AbortSignal,
 ): Promise<Uint8Array> {
-  return e2bCall({ operation: op("read", path), plane: "sandbox", signal }, () =>
+  return sandboxCall(ctx, sandbox.id, op("read", path), signal, () =>
     sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "bytes" as const }),
   );
 }
@@ -88,7 +89,7 @@ export async function writeFile(
   signal: AbortSignal,
 ): Promise<void> {
   const body = data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
-  await e2bCall({ operation: op("write", path), plane: "sandbox", signal }, () =>
+  await sandboxCall(ctx, sandbox.id, op("write", path), signal, () =>
     sandbox.native.files.write(path, body, requestOptions(ctx, signal)),
   );
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
@@ -101,7 +102,7 @@ export async function readFileStream(
   path: string,
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
-  const source = await e2bCall({ operation: op("readStream", path), plane: "sandbox", signal }, () =>
+  const source = await sandboxCall(ctx, sandbox.id, op("readStream", path), signal, () =>
     sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "stream" as const }),
   );
   const reader = source.getReader();
@@ -130,7 +131,7 @@ export async function writeFileStream(
   mode: number | undefined,
   signal: AbortSignal,
 ): Promise<void> {
-  await e2bCall({ operation: op("writeStream", path), plane: "sandbox", signal }, () =>
+  await sandboxCall(ctx, sandbox.id, op("writeStream", path), signal, () =>
     sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal), useOctetStream: true }),
   );
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
@@ -143,7 +144,7 @@ export async function listFiles(
   path: string,
   signal: AbortSignal,
 ): Promise<FileInfo[]> {
-  const entries = await e2bCall({ operation: op("list", path), plane: "sandbox", signal }, () =>
+  const entries = await sandboxCall(ctx, sandbox.id, op("list", path), signal, () =>
     sandbox.native.files.list(path, { ...requestOptions(ctx, signal), depth: 1 }),
   );
   return entries.map(fileInfoOf);
@@ -156,7 +157,7 @@ export async function statFile(
   path: string,
   signal: AbortSignal,
 ): Promise<FileInfo> {
-  const entry = await e2bCall({ operation: op("stat", path), plane: "sandbox", signal }, () =>
+  const entry = await sandboxCall(ctx, sandbox.id, op("stat", path), signal, () =>
     sandbox.native.files.getInfo(path, requestOptions(ctx, signal)),
   );
   return fileInfoOf(entry);
@@ -190,7 +191,7 @@ export async function makeDir(
       });
     }
   }
-  const created = await e2bCall({ operation: op("mkdir", path), plane: "sandbox", signal }, () =>
+  const created = await sandboxCall(ctx, sandbox.id, op("mkdir", path), signal, () =>
     sandbox.native.files.makeDir(path, requestOptions(ctx, signal)),
   );
   if (!created && !recursive) {
@@ -218,7 +219,7 @@ export async function removePath(
       });
     }
   }
-  await e2bCall({ operation: op("remove", path), plane: "sandbox", signal }, () =>
+  await sandboxCall(ctx, sandbox.id, op("remove", path), signal, () =>
     sandbox.native.files.remove(path, requestOptions(ctx, signal)),
   );
 }
@@ -231,7 +232,7 @@ export async function renamePath(
   to: string,
   signal: AbortSignal,
 ): Promise<void> {
-  await e2bCall({ operation: op("rename", from), plane: "sandbox", signal }, () =>
+  await sandboxCall(ctx, sandbox.id, op("rename", from), signal, () =>
     sandbox.native.files.rename(from, to, requestOptions(ctx, signal)),
   );
 }

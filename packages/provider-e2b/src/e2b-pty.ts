@@ -1,7 +1,8 @@
 import type { DriverPty, DriverPtyRequest } from "@sbox/core/spec";
 import { type CommandContext, killProcessTree, waitForExit } from "./e2b-commands.js";
-import { e2bCall, e2bError } from "./e2b-errors.js";
+import { e2bError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
+import { sandboxCall } from "./e2b-sandbox-call.js";
 import type { E2BSandbox } from "./e2b-sdk.js";
 
 type PtyCreateOpts = Parameters<E2BSandbox["pty"]["create"]>[0];
@@ -44,7 +45,7 @@ export async function createPty(
   if (request.cwd !== undefined) opts.cwd = request.cwd;
   if (request.env !== undefined) opts.envs = { ...request.env };
   if (ctx.options.user !== undefined) opts.user = ctx.options.user;
-  const handle = await e2bCall({ operation: "pty.create", plane: "sandbox", signal: request.signal }, () =>
+  const handle = await sandboxCall(ctx, sandbox.id, "pty.create", request.signal, () =>
     sandbox.native.pty.create(opts),
   );
   const pid = handle.pid;
@@ -53,11 +54,11 @@ export async function createPty(
   return {
     pid,
     write: (data) =>
-      e2bCall({ operation: `pty ${pid} input`, plane: "sandbox" }, () =>
+      sandboxCall(ctx, sandbox.id, `pty ${pid} input`, undefined, () =>
         sandbox.native.pty.sendInput(pid, typeof data === "string" ? new TextEncoder().encode(data) : data),
       ),
     resize: (cols, rows) =>
-      e2bCall({ operation: `pty ${pid} resize`, plane: "sandbox" }, () =>
+      sandboxCall(ctx, sandbox.id, `pty ${pid} resize`, undefined, () =>
         sandbox.native.pty.resize(pid, size(cols, rows)),
       ),
     kill: async () => {

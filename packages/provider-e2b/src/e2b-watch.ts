@@ -1,8 +1,8 @@
 import type { WatchEvent } from "@sbox/core/spec";
 import type { FilesystemEvent } from "e2b";
 import type { CommandContext } from "./e2b-commands.js";
-import { e2bCall } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
+import { sandboxCall } from "./e2b-sandbox-call.js";
 import type { E2BSandbox } from "./e2b-sdk.js";
 
 type WatchOpts = NonNullable<Parameters<E2BSandbox["files"]["watchDir"]>[2]>;
@@ -36,18 +36,16 @@ export async function watchPath(
   const opts: WatchOpts = { recursive: options.recursive, timeoutMs: 0 };
   if (ctx.options.user !== undefined) opts.user = ctx.options.user;
   let closed = false;
-  const handle = await e2bCall(
-    { operation: `files.watch ${path}`, plane: "sandbox", signal: options.signal },
-    () =>
-      sandbox.native.files.watchDir(
-        path,
-        (event) => {
-          if (closed) return;
-          const mapped = watchEventOf(path, event);
-          if (mapped) options.onEvent(mapped);
-        },
-        opts,
-      ),
+  const handle = await sandboxCall(ctx, sandbox.id, `files.watch ${path}`, options.signal, () =>
+    sandbox.native.files.watchDir(
+      path,
+      (event) => {
+        if (closed) return;
+        const mapped = watchEventOf(path, event);
+        if (mapped) options.onEvent(mapped);
+      },
+      opts,
+    ),
   );
   return {
     close: async () => {

@@ -1,0 +1,73 @@
+import { SandboxError } from "@sbox/core/spec";
+import { e2bError, toE2BError } from "./e2b-errors.js";
+import type { ResolvedE2BOptions } from "./e2b-options.js";
+import { connectionOptions, loadE2B } from "./e2b-sdk.js";
+
+/** What every call into a sandbox needs: the provider's resolved options. */
+export interface CommandContext {
+  readonly options: ResolvedE2BOptions;
+}
+
+/** How long the state probe after a failed daemon call may take. */
+const PROBE_TIMEOUT_MS = 10_000;
+
+type ProbedState = "gone" | "paused" | "running" | undefined;
+
+async function probeState(options: ResolvedE2BOptions, id: string): Promise<ProbedState> {
+  try {
+    const { Sandbox } = await loadE2B();
+    const info = await Sandbox.getInfo(id, connectionOptions(options, AbortSignal.timeout(PROBE_TIMEOUT_MS)));
+    return info.state === "paused" ? "paused" : "running";
+  } catch (error) {
+    return (error as { name?: unknown }).name === "SandboxNotFoundError" ? "gone" : undefined;
+  }
+}
+
+/**
+ * Runs one call into a sandbox's daemon and maps what it throws. E2B's proxy answers for a sandbox that is
+ * gone or paused the way it answers a timeout, so such a failure is checked against the control plane:
+ * a sandbox E2B no longer knows gives `NotFound`, a paused one `InvalidState`.
+ */
+export async function sandboxCall<T>(
+  ctx: CommandContext,
+  sandboxId: string,
+  operation: string,
+  signal: AbortSignal | undefined,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (signal?.aborted) {
+      const reason: unknown = signal.reason;
+      if (SandboxError.isInstance(reason)) throw reason;
+      throw e2bError("Aborted", `e2b ${operation}: aborted`, { cause: error, retryable: false });
+    }
+    const mapped = toE2BError(error, { operation, plane: "sandbox", apiKey: ctx.options.apiKey });
+    const name = (error as { name?: unknown }).name;
+    const suspicious =
+      mapped.code === "Timeout" ||
+      (mapped.code === "Provider" && mapped.retryable) ||
+      name === "SandboxNotFoundError";
+    if (suspicious) {
+      const state = await probeState(ctx.options, sandboxId);
+      if (state === "gone") {
+        throw e2bError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, {
+          cause: error,
+          retryable: false,
+        });
+      }
+      if (state === "paused") {
+        throw e2bError(
+          "InvalidState",
+          `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
+          {
+            cause: error,
+            retryable: false,
+          },
+        );
+      }
+    }
+    throw mapped;
+  }
+}
