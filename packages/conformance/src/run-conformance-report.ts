@@ -2,9 +2,20 @@ import type { ConformanceOptions } from "./conformance-options.js";
 import type { CaseReport, ConformanceReport } from "./conformance-report.js";
 import { createConformanceRun } from "./conformance-run.js";
 
+function withUnhandled(report: CaseReport, reasons: readonly unknown[]): CaseReport {
+  const detail = reasons.map((r) => (r instanceof Error ? `${r.name}: ${r.message}` : String(r))).join("; ");
+  const message = `the SDK raised ${reasons.length} unhandled rejection(s) while this case ran (it may have started earlier): ${detail}`;
+  return {
+    ...report,
+    status: "failed",
+    reason: report.status === "failed" ? `${report.reason}; ${message}` : `${report.id}: ${message}`,
+  };
+}
+
 /**
  * Runs the kit against one provider and returns a JSON report; never throws for a failing case (the
- * report says which failed and why). Cases run one after the other; the last line is the leak check.
+ * report says which failed and why). An unhandled promise rejection raised meanwhile fails the case that
+ * was running. Cases run one after the other; the last line is the leak check.
  *
  * ```ts
  * const report = await runConformanceReport({ provider: () => local(), primitivesOnly: true });
@@ -18,14 +29,24 @@ export async function runConformanceReport(
   const run = createConformanceRun(options);
   const cases: CaseReport[] = [];
   let leaked: string[] = [];
+  // An unhandled rejection from the SDK would crash a user's process: it fails the case during which it
+  // surfaced (instead of crashing this runner, which is Node's default).
+  let unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => {
+    unhandled.push(reason);
+  };
+  process.on("unhandledRejection", onUnhandled);
   try {
     for (const planned of run.plan) {
-      const report = await run.runCase(planned.case.id);
+      let report = await run.runCase(planned.case.id);
+      if (unhandled.length > 0) report = withUnhandled(report, unhandled);
+      unhandled = [];
       cases.push(report);
       options.onCase?.(report);
     }
   } finally {
     leaked = (await run.finish()).leaked;
+    process.off("unhandledRejection", onUnhandled);
   }
   const count = (status: CaseReport["status"]) => cases.filter((c) => c.status === status).length;
   return {
