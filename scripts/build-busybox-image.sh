@@ -13,8 +13,10 @@ tag="${1:-${SBOX_BUSYBOX_IMAGE:-sbox-busybox:latest}}"
 
 say() { printf 'build-busybox-image: %s\n' "$*" >&2; }
 
-if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
-  say "$tag exists, nothing to do (--force rebuilds)"
+# Bumped whenever the image content changes, so a cached older build is replaced.
+version=2
+if [ "$force" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "sbox.image-version"}}' "$tag" 2>/dev/null)" = "$version" ]; then
+  say "$tag (version $version) exists, nothing to do (--force rebuilds)"
   exit 0
 fi
 
@@ -30,6 +32,7 @@ if [ -z "$busybox_bin" ]; then
   busybox_bin=/bin/busybox
 fi
 
+previous="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/root" "$root/home" "$root/var/tmp" "$root/workspace"
@@ -48,11 +51,22 @@ cat >"$root/etc/group" <<'GROUP'
 root:x:0:
 nogroup:x:65534:
 GROUP
+# Without these, busybox's static wget crashes (segfault) resolving the service of a URL.
+for f in services protocols; do
+  if [ -f "/etc/$f" ]; then cp "/etc/$f" "$root/etc/$f"; fi
+done
+[ -f "$root/etc/services" ] || printf 'http\t\t80/tcp\nhttps\t\t443/tcp\n' >"$root/etc/services"
+[ -f "$root/etc/protocols" ] || printf 'ip\t0\tIP\ntcp\t6\tTCP\nudp\t17\tUDP\n' >"$root/etc/protocols"
 
 tar -C "$root" -c . | docker import \
   -c 'ENV PATH=/bin:/usr/bin:/sbin' \
   -c 'WORKDIR /workspace' \
   -c 'CMD ["/bin/sh"]' \
   -c 'LABEL org.opencontainers.image.description="sbox busybox test image"' \
+  -c "LABEL sbox.image-version=$version" \
   - "$tag" >/dev/null
+# The build it replaces is now untagged: remove it unless a container still uses it.
+if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect --format '{{.Id}}' "$tag")" ]; then
+  docker image rm "$previous" >/dev/null 2>&1 || true
+fi
 say "built $tag ($(docker image inspect --format '{{.Size}}' "$tag") bytes)"

@@ -16,8 +16,10 @@ suite="${SBOX_DEBIAN_SUITE:-bookworm}"
 
 say() { printf 'build-debian-image: %s\n' "$*" >&2; }
 
-if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
-  say "$tag exists, nothing to do (--force rebuilds)"
+# Bumped whenever the image content changes, so a cached older build is replaced.
+version=1
+if [ "$force" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "sbox.image-version"}}' "$tag" 2>/dev/null)" = "$version" ]; then
+  say "$tag (version $version) exists, nothing to do (--force rebuilds)"
   exit 0
 fi
 
@@ -27,6 +29,7 @@ if ! command -v debootstrap >/dev/null 2>&1; then
   apt-get install -y -q debootstrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q debootstrap >/dev/null; }
 fi
 
+previous="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 say "debootstrap $suite from $mirror (about 40 s)"
@@ -48,5 +51,10 @@ tar -C "$root" --numeric-owner -c . | docker import \
   -c 'WORKDIR /workspace' \
   -c 'CMD ["/bin/bash"]' \
   -c 'LABEL org.opencontainers.image.description="sbox debian test image"' \
+  -c "LABEL sbox.image-version=$version" \
   - "$tag" >/dev/null
+# The build it replaces is now untagged: remove it unless a container still uses it.
+if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect --format '{{.Id}}' "$tag")" ]; then
+  docker image rm "$previous" >/dev/null 2>&1 || true
+fi
 say "built $tag ($(docker image inspect --format '{{.Size}}' "$tag") bytes)"

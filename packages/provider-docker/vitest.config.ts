@@ -1,14 +1,16 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-const core = (path: string) => fileURLToPath(new URL(`../core/src/${path}`, import.meta.url));
+const sibling = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 export default defineConfig({
   resolve: {
-    // Tests run against the core's sources, so they do not depend on a fresh build of its dist.
+    // Tests run against the workspace sources, so they do not depend on fresh builds of other dists.
     alias: [
-      { find: /^@sbox\/core\/spec$/, replacement: core("spec/index.ts") },
-      { find: /^@sbox\/core$/, replacement: core("index.ts") },
+      { find: /^@sbox\/core\/spec$/, replacement: sibling("core/src/spec/index.ts") },
+      { find: /^@sbox\/core$/, replacement: sibling("core/src/index.ts") },
+      { find: /^@sbox\/conformance\/vitest$/, replacement: sibling("conformance/src/vitest.ts") },
+      { find: /^@sbox\/conformance$/, replacement: sibling("conformance/src/index.ts") },
     ],
   },
   test: {

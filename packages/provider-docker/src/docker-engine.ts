@@ -2,6 +2,7 @@ import { SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { dockerSandboxError, toDockerError } from "./docker-errors.js";
 import type { DockerProviderOptions, ResolvedDockerOptions } from "./docker-options.js";
+import { DockerPauseGate } from "./docker-pause-gate.js";
 
 /** The error a driver call rejects with when its caller's signal fired. */
 export function abortedError(operation: string, signal: AbortSignal): SandboxError {
@@ -116,6 +117,8 @@ export function dockerodeOptions(options: DockerProviderOptions): Dockerode.Dock
  */
 export class DockerEngine {
   readonly options: ResolvedDockerOptions;
+  /** Keeps pauses and exec starts of one container apart (see {@link DockerPauseGate}). */
+  readonly pauseGate: DockerPauseGate = new DockerPauseGate();
   private readonly input: DockerProviderOptions;
   private client: Promise<Dockerode> | undefined;
 

@@ -144,15 +144,24 @@ export async function runExec(
   if (input.cwd !== undefined) createOptions.WorkingDir = input.cwd;
   if (input.user !== undefined) createOptions.User = input.user;
 
-  const exec = await engine.call("exec create", signal, (_docker, bound) =>
-    container.exec({ ...createOptions, abortSignal: bound }),
-  );
+  const register = await engine.pauseGate.enter(container.id);
+  let exec: Dockerode.Exec;
+  try {
+    exec = await engine.call("exec create", signal, (_docker, bound) =>
+      container.exec({ ...createOptions, abortSignal: bound }),
+    );
+  } catch (error) {
+    register(undefined);
+    throw error;
+  }
+  const started = register(exec);
   let socket: Socket;
   try {
     socket = (await engine.call("exec start", signal, (_docker, bound) =>
       exec.start({ hijack: true, stdin: attachStdin, abortSignal: bound }),
     )) as unknown as Socket;
   } catch (error) {
+    started();
     // The start may have reached the engine before the abort: make sure nothing keeps running.
     if (signal.aborted && input.killOnAbort !== false) await killByMarker(engine, container, marker, "KILL");
     throw error;
@@ -184,12 +193,14 @@ export async function runExec(
   );
 
   const streamEnded = new Promise<void>((resolve, reject) => {
+    socket.once("data", started);
     socket.on("data", (data: Buffer) => demuxer.push(data));
     socket.once("end", () => resolve());
     socket.once("close", () => resolve());
     socket.once("error", (error) => reject(toDockerError(error, "exec stream")));
   });
   streamEnded.catch(() => undefined);
+  streamEnded.finally(started).catch(() => undefined);
 
   let stdinFailure: unknown;
   if (attachStdin && input.stdin !== undefined) {

@@ -369,7 +369,9 @@ export async function pauseSandbox(
       },
     );
   }
-  await engine.call("pause", signal, (_docker, bound) => container.pause({ abortSignal: bound }));
+  await engine.pauseGate.pause(container.id, engine.options.requestTimeoutMs, () =>
+    engine.call("pause", signal, (_docker, bound) => container.pause({ abortSignal: bound })),
+  );
 }
 
 /** Brings a paused (unpause) or stopped (start) sandbox back; a running one is left alone. */

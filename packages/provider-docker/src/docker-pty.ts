@@ -59,12 +59,26 @@ export async function createPty(
     ConsoleSize: [rows, cols],
   };
   if (request.cwd !== undefined) options.WorkingDir = request.cwd;
-  const exec = await engine.call("pty create", signal, (_d, bound) =>
-    container.exec({ ...options, abortSignal: bound }),
-  );
-  const socket = (await engine.call("pty start", signal, (_d, bound) =>
-    exec.start({ hijack: true, stdin: true, Tty: true, abortSignal: bound }),
-  )) as unknown as Socket;
+  const register = await engine.pauseGate.enter(container.id);
+  let exec: Dockerode.Exec;
+  try {
+    exec = await engine.call("pty create", signal, (_d, bound) =>
+      container.exec({ ...options, abortSignal: bound }),
+    );
+  } catch (error) {
+    register(undefined);
+    throw error;
+  }
+  const started = register(exec);
+  let socket: Socket;
+  try {
+    socket = (await engine.call("pty start", signal, (_d, bound) =>
+      exec.start({ hijack: true, stdin: true, Tty: true, abortSignal: bound }),
+    )) as unknown as Socket;
+  } catch (error) {
+    started();
+    throw error;
+  }
   const ended = new Promise<void>((resolve, reject) => {
     socket.on("data", (data: Buffer) =>
       request.onData(new Uint8Array(data.buffer, data.byteOffset, data.length)),
@@ -83,7 +97,10 @@ export async function createPty(
     // Engines before API 1.42 ignore ConsoleSize: size the terminal right away.
     await resize(cols, rows).catch(() => undefined);
     pid = await findPid(engine, container, marker, signal);
+    // Found by its environment: the process runs, a pause no longer needs to wait for it.
+    started();
   } catch (error) {
+    started();
     socket.destroy();
     await killByMarker(engine, container, marker, "KILL");
     throw error;

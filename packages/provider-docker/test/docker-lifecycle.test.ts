@@ -152,6 +152,25 @@ describe.skipIf(!ENGINE.ok)(`docker lifecycle${SKIP_NOTE}`, () => {
     expect((await sh(box, "cat /tmp/kept")).stdout).toBe("kept\n");
   });
 
+  test("pausing while commands start never wedges the container: every call settles, resume works", async () => {
+    const box = await create();
+    for (let round = 0; round < 3; round++) {
+      const commands = Array.from({ length: 8 }, () =>
+        sh(box, "echo x").then(
+          (r) => r.exitCode,
+          (e: { code?: string }) => e.code,
+        ),
+      );
+      await new Promise((r) => setTimeout(r, round * 15));
+      await provider.doPause!(box, call());
+      // A command caught running stays frozen until resume (that is what pause means): resume first.
+      await provider.doResume!(box, call());
+      const outcomes = await Promise.all(commands);
+      for (const outcome of outcomes) expect([0, "InvalidState"]).toContain(outcome);
+      expect((await sh(box, "echo alive")).stdout).toBe("alive\n");
+    }
+  });
+
   test("ttl at create and setTimeout later are both seen by list from another instance", async () => {
     const before = Date.now();
     const box = await create({ ttlMs: 60_000, metadata: { ttl: RUN_ID } });
