@@ -239,7 +239,11 @@ export async function isMainRunning(sandbox: Sandbox, pid: number | undefined): 
 export async function provision(
   sandbox: Sandbox,
   spec: PreparedSpec,
-  options: { startGraceMs: number },
+  options: {
+    startGraceMs: number;
+    /** Called once the workdir and the setup log are known, so that the log can be followed while setup runs. */
+    onRuntime?: ((runtime: RecordRuntime) => Promise<void>) | undefined;
+  },
 ): Promise<RecordRuntime> {
   const secrets = spec.secrets;
   let workdir: string;
@@ -262,6 +266,7 @@ export async function provision(
     setupLog: resolveIn(workdir, `${MANAGER_STATE_DIR}/setup.log`),
   };
   const log = runtime.setupLog!;
+  await options.onRuntime?.({ ...runtime });
 
   if (spec.git) {
     const checkoutDir = resolveIn(workdir, spec.git.dir);

@@ -387,7 +387,12 @@ export class SandboxManager {
         "transition",
         `provider created ${sandbox.id}`,
       );
-      const runtime = await provision(sandbox, prepared, { startGraceMs: this.#startGraceMs });
+      const runtime = await provision(sandbox, prepared, {
+        startGraceMs: this.#startGraceMs,
+        onRuntime: async (known) => {
+          await keeper.write({ runtime: known }, "update", "setup log ready");
+        },
+      });
       return await keeper.write({ status: "running", runtime, lease: null }, "transition", "provisioned");
     } catch (error) {
       const failure = errorOf(error, this.#now());
@@ -648,7 +653,8 @@ export class SandboxManager {
           if (path && record.sandboxId && record.status !== "destroyed") {
             try {
               const sandbox = await manager.#sandboxOf(record);
-              if (record.status === "running")
+              // `starting`: the sandbox runs its setup, so its log can be read while it grows.
+              if (record.status === "running" || record.status === "starting")
                 chunk = await readLogChunk(sandbox, path, offset, chunkBytes, signal);
               else if (!isTransitional(record.status)) {
                 // Not running: commands may not work, the files API often still does.

@@ -237,7 +237,8 @@ describe.skipIf(!url)(
       expect(counted.stopped + counted.resumed).toBeGreaterThan(100);
 
       // Every write a worker was told succeeded is in the store, and nothing else is.
-      const parentRows = 20 * 3;
+      // create, provider created, setup log known, running.
+      const parentRows = 20 * 4;
       const workerRows = reports.reduce(
         (sum, r) => sum + Object.values(r.writes).reduce((a, b) => a + b, 0),
         0,

@@ -87,7 +87,7 @@ describe("SandboxManager concurrency, leases and reconcile (provider-local)", ()
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => (i % 2 ? manager : second).destroy(record.id)),
     );
-    expect(new Set(results.map((r) => `${r.status}@${r.version}`))).toEqual(new Set(["destroyed@5"]));
+    expect(new Set(results.map((r) => `${r.status}@${r.version}`))).toEqual(new Set(["destroyed@6"]));
     expect(probe.calls.destroy).toBe(1);
   });
 

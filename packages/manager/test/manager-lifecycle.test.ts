@@ -47,12 +47,13 @@ describe("SandboxManager lifecycle (provider-local)", () => {
     expect(await manager.get(record.id)).toEqual(record);
 
     const history = await manager.history(record.id);
-    expect(history.map((h) => [h.fromStatus, h.toStatus])).toEqual([
-      [null, "creating"],
-      ["creating", "starting"],
-      ["starting", "running"],
+    expect(history.map((h) => [h.kind, h.fromStatus, h.toStatus])).toEqual([
+      ["create", null, "creating"],
+      ["transition", "creating", "starting"],
+      ["update", "starting", "starting"],
+      ["transition", "starting", "running"],
     ]);
-    expect(events.map((e) => e.version)).toEqual([1, 2, 3]);
+    expect(events.map((e) => e.version)).toEqual([1, 2, 3, 4]);
 
     const client = createSandboxClient({ provider });
     const listed = [];
@@ -152,6 +153,7 @@ describe("SandboxManager lifecycle (provider-local)", () => {
     const statuses = (await manager.history(record.id)).map((h) => h.toStatus);
     expect(statuses).toEqual([
       "creating",
+      "starting",
       "starting",
       "running",
       "stopping",

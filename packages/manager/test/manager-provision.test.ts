@@ -213,6 +213,7 @@ describe("SandboxManager provisioning (provider-local)", () => {
     expect((await f.manager.history(recordId)).map((h) => h.toStatus)).toEqual([
       "creating",
       "starting",
+      "starting",
       "failed",
     ]);
     // A failed record can be destroyed; it is kept as destroyed.
@@ -270,6 +271,36 @@ describe("SandboxManager provisioning (provider-local)", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     await manager.stop(record.id);
     expect(await following).toContain("tick");
+  });
+
+  it("lets the setup log be followed while setup is still running", async () => {
+    const { manager } = fixture();
+    const creating = manager.create({
+      labels: { job: "live" },
+      spec: { setup: ["echo early-output", "sleep 1.5", "echo late-output"] },
+    });
+    let id: string | undefined;
+    while (!id) {
+      const [record] = await manager.list({ labels: { job: "live" } });
+      if (record?.runtime.setupLog) id = record.id;
+      else await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const controller = new AbortController();
+    let seen = "";
+    let statusWhenEarly: string | undefined;
+    for await (const chunk of manager.logs(id, {
+      source: "setup",
+      follow: true,
+      signal: controller.signal,
+      pollMs: 50,
+    })) {
+      seen += chunk;
+      if (statusWhenEarly === undefined && seen.includes("early-output"))
+        statusWhenEarly = (await manager.get(id)).status;
+      if (seen.includes("late-output")) controller.abort();
+    }
+    expect(statusWhenEarly).toBe("starting");
+    expect((await creating).status).toBe("running");
   });
 
   it("fails the create when the main process exits right away", async () => {
