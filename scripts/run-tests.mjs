@@ -49,16 +49,21 @@ for (const pkg of packages) {
   const failed = result.numFailedTests ?? 0;
   const skipped = (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0);
   // A suite that failed to load counts as a failure even when it held no counted test.
-  const suiteFailures = (result.testResults ?? []).filter((s) => s.status === "failed" && s.assertionResults?.length === 0).length;
+  const suiteFailures = (result.testResults ?? []).filter(
+    (s) => s.status === "failed" && s.assertionResults?.length === 0,
+  ).length;
   totals.passed += passed;
   totals.failed += failed + suiteFailures;
   totals.skipped += skipped;
-  console.log(`${pkg.name}: ${passed} passed, ${failed + suiteFailures} failed, ${skipped} skipped (${seconds}s)`);
+  console.log(
+    `${pkg.name}: ${passed} passed, ${failed + suiteFailures} failed, ${skipped} skipped (${seconds}s)`,
+  );
   if (run.status !== 0 && failed + suiteFailures === 0) {
     broken.push(pkg.name);
     totals.failed += 1;
   }
 }
-if (broken.length > 0) console.log(`suites that exited non-zero without a counted failure: ${broken.join(", ")}`);
+if (broken.length > 0)
+  console.log(`suites that exited non-zero without a counted failure: ${broken.join(", ")}`);
 console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 process.exit(totals.failed > 0 || packages.length === 0 ? 1 : 0);
