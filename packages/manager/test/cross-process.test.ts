@@ -16,6 +16,7 @@ import { statusForState } from "../src/reconcile.js";
 import { SandboxManager } from "../src/sandbox-manager.js";
 import type { HistoryEntry, SandboxRecord } from "../src/sandbox-record.js";
 import type { SandboxStore } from "../src/sandbox-store.js";
+import { sqliteStore } from "../src/sqlite-store.js";
 import { collect, localProvider } from "./fixtures.js";
 import type { ChurnReport, WorkerConfig } from "./worker.js";
 
@@ -111,6 +112,129 @@ function checkHistory(record: SandboxRecord, history: HistoryEntry[]): void {
   }
 }
 
+/**
+ * Creates `records` records, lets `processes` workers make `calls` concurrent calls each on them, then checks:
+ * every call succeeded; each history is gap-free and chained and only the lease holder wrote a leased
+ * record; each provider stop/resume matches exactly one recorded transition; the writes the workers were
+ * told succeeded plus the parent's are exactly the history rows; the provider agrees with every record.
+ */
+async function churnAndCheck(
+  setup: {
+    store: SandboxStore;
+    manager: SandboxManager;
+    provider: SandboxProvider;
+    records: number;
+    processes: number;
+    calls: number;
+    workers: Worker[];
+  },
+  configOf: (index: number, ids: string[]) => WorkerConfig,
+): Promise<void> {
+  const { store, manager, provider } = setup;
+  const records: SandboxRecord[] = [];
+  for (let i = 0; i < setup.records; i++) records.push(await manager.create({ labels: { n: String(i) } }));
+  const ids = records.map((r) => r.id);
+
+  const started = Date.now();
+  const running = Array.from({ length: setup.processes }, (_, i) => {
+    const worker = startWorker(configOf(i, ids));
+    setup.workers.push(worker);
+    return worker;
+  });
+  const reports = (await Promise.all(running.map((w) => w.next("done")))) as unknown as ChurnReport[];
+  const exits = await Promise.all(running.map((w) => w.exit));
+  expect(
+    exits.map((e) => e.code),
+    running.map((w) => w.output()).join("\n"),
+  ).toEqual(running.map(() => 0));
+  const elapsedMs = Date.now() - started;
+
+  // Every call succeeded (waiting for the others' transitions when it had to).
+  for (const report of reports) {
+    expect(report.errors, report.workerId).toEqual([]);
+    expect(Object.values(report.outcomes).reduce((a, b) => a + b, 0)).toBe(setup.calls);
+  }
+
+  let historyRows = 0;
+  const counted = { stopped: 0, resumed: 0 };
+  const client = createSandboxClient({ provider });
+  for (const id of ids) {
+    const record = await manager.get(id);
+    const history = await manager.history(id);
+    checkHistory(record, history);
+    expect(["running", "stopped"]).toContain(record.status);
+    expect(record.lease).toBeNull();
+    // The provider agrees with the record.
+    const state = (await (await client.connect(record.sandboxId!)).getInfo()).state;
+    expect(statusForState(state), `${id} is ${record.status}, provider says ${state}`).toBe(record.status);
+    historyRows += history.length;
+    counted.stopped += history.filter((h) => h.fromStatus === "stopping" && h.toStatus === "stopped").length;
+    counted.resumed += history.filter((h) => h.fromStatus === "resuming" && h.toStatus === "running").length;
+    // No transition failed and rolled back.
+    expect(history.filter((h) => h.detail?.includes("failed"))).toEqual([]);
+  }
+  await client.dispose();
+
+  // Each provider stop/resume happened exactly once per recorded transition: no two workers did the same one.
+  const providerStops = reports.reduce((sum, r) => sum + r.providerCalls.stop, 0);
+  const providerResumes = reports.reduce((sum, r) => sum + r.providerCalls.resume, 0);
+  expect(providerStops).toBe(counted.stopped);
+  expect(providerResumes).toBe(counted.resumed);
+  expect(counted.stopped + counted.resumed).toBeGreaterThan((setup.processes * setup.calls) / 8);
+
+  // Every write a worker was told succeeded is in the store, and nothing else is.
+  // The parent wrote 4 rows per record: create, provider created, setup log known, running.
+  const parentRows = setup.records * 4;
+  const workerRows = reports.reduce((sum, r) => sum + Object.values(r.writes).reduce((a, b) => a + b, 0), 0);
+  expect(workerRows + parentRows).toBe(historyRows);
+  expect(await store.list({ ids })).toHaveLength(setup.records);
+  console.log(
+    `[cross-process ${store.kind}] ${setup.processes} x ${setup.calls} calls in ${elapsedMs} ms: ${counted.stopped} stops, ${counted.resumed} resumes, ${historyRows} history rows`,
+  );
+}
+
+describe("across OS processes on one SQLite file", () => {
+  const workers: Worker[] = [];
+  afterEach(async () => {
+    for (const worker of workers.splice(0)) {
+      if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
+      await worker.exit;
+    }
+  });
+
+  it("3 processes x 100 concurrent transitions on 10 records lose no update and never leave a record in two states", async () => {
+    const root = mkdtempSync(join(tmpdir(), "sbox-manager-xproc-"));
+    const sqlitePath = join(root, "state", "manager.db");
+    const provider = localProvider(join(root, "sandboxes"));
+    const store = sqliteStore({ path: sqlitePath });
+    const manager = new SandboxManager({ providers: { local: provider }, store, workerId: "parent" });
+    try {
+      await churnAndCheck(
+        { store, manager, provider, records: 10, processes: 3, calls: 100, workers },
+        (i, ids) => ({
+          mode: "churn",
+          url: "",
+          schema: "",
+          sqlitePath,
+          root: join(root, "sandboxes"),
+          workerId: `worker-${i}`,
+          ids,
+          count: 100,
+          concurrency: 6,
+          seed: 2000 + i,
+        }),
+      );
+    } finally {
+      await manager.close();
+      const client = createSandboxClient({ provider });
+      for await (const info of client.list()) await (await client.connect(info.id)).destroy().catch(() => {});
+      await client.dispose();
+      await store.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.skipIf(!url)(
   `across OS processes on PostgreSQL (${url ? "real server" : inject("postgresMissing")})`,
   () => {
@@ -169,13 +293,9 @@ describe.skipIf(!url)(
 
     it("4 processes x 200 concurrent transitions on 20 records lose no update and never leave a record in two states", async () => {
       const { schema, root, provider, store, manager } = await setting();
-      const records: SandboxRecord[] = [];
-      for (let i = 0; i < 20; i++) records.push(await manager.create({ labels: { n: String(i) } }));
-      const ids = records.map((r) => r.id);
-
-      const started = Date.now();
-      const running = Array.from({ length: 4 }, (_, i) => {
-        const worker = startWorker({
+      await churnAndCheck(
+        { store, manager, provider, records: 20, processes: 4, calls: 200, workers },
+        (i, ids) => ({
           mode: "churn",
           url,
           schema,
@@ -185,69 +305,7 @@ describe.skipIf(!url)(
           count: 200,
           concurrency: 8,
           seed: 1000 + i,
-        });
-        workers.push(worker);
-        return worker;
-      });
-      const reports = (await Promise.all(running.map((w) => w.next("done")))) as unknown as ChurnReport[];
-      const exits = await Promise.all(running.map((w) => w.exit));
-      expect(
-        exits.map((e) => e.code),
-        running.map((w) => w.output()).join("\n"),
-      ).toEqual([0, 0, 0, 0]);
-      const elapsedMs = Date.now() - started;
-
-      // Every call succeeded (waiting for the others' transitions when it had to).
-      for (const report of reports) {
-        expect(report.errors, report.workerId).toEqual([]);
-        expect(Object.values(report.outcomes).reduce((a, b) => a + b, 0)).toBe(200);
-      }
-
-      let historyRows = 0;
-      const counted = { stopped: 0, resumed: 0 };
-      const client = createSandboxClient({ provider });
-      for (const id of ids) {
-        const record = await manager.get(id);
-        const history = await manager.history(id);
-        checkHistory(record, history);
-        expect(["running", "stopped"]).toContain(record.status);
-        expect(record.lease).toBeNull();
-        // The provider agrees with the record.
-        const state = (await (await client.connect(record.sandboxId!)).getInfo()).state;
-        expect(statusForState(state), `${id} is ${record.status}, provider says ${state}`).toBe(
-          record.status,
-        );
-        historyRows += history.length;
-        counted.stopped += history.filter(
-          (h) => h.fromStatus === "stopping" && h.toStatus === "stopped",
-        ).length;
-        counted.resumed += history.filter(
-          (h) => h.fromStatus === "resuming" && h.toStatus === "running",
-        ).length;
-        // No transition failed and rolled back.
-        expect(history.filter((h) => h.detail?.includes("failed"))).toEqual([]);
-      }
-      await client.dispose();
-
-      // Each provider stop/resume happened exactly once per recorded transition: no two workers did the same one.
-      const providerStops = reports.reduce((sum, r) => sum + r.providerCalls.stop, 0);
-      const providerResumes = reports.reduce((sum, r) => sum + r.providerCalls.resume, 0);
-      expect(providerStops).toBe(counted.stopped);
-      expect(providerResumes).toBe(counted.resumed);
-      expect(counted.stopped + counted.resumed).toBeGreaterThan(100);
-
-      // Every write a worker was told succeeded is in the store, and nothing else is.
-      // create, provider created, setup log known, running.
-      const parentRows = 20 * 4;
-      const workerRows = reports.reduce(
-        (sum, r) => sum + Object.values(r.writes).reduce((a, b) => a + b, 0),
-        0,
-      );
-      expect(workerRows + parentRows).toBe(historyRows);
-      const rows = await store.list({ ids });
-      expect(rows).toHaveLength(20);
-      console.log(
-        `[cross-process] 4 x 200 calls in ${elapsedMs} ms: ${counted.stopped} stops, ${counted.resumed} resumes, ${historyRows} history rows`,
+        }),
       );
     });
 

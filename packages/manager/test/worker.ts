@@ -14,12 +14,16 @@ import { type SandboxProvider, toSandboxError } from "@sbox/core";
 import { local } from "@sbox/provider-local";
 import { postgresStore } from "../src/postgres-store.js";
 import { SandboxManager } from "../src/sandbox-manager.js";
+import { sqliteStore } from "../src/sqlite-store.js";
 
 /** What the parent passes as argv[2] (JSON). */
 export interface WorkerConfig {
   mode: "churn" | "crash-create" | "crash-resume";
+  /** PostgreSQL connection and schema, unless `sqlitePath` is set. */
   url: string;
   schema: string;
+  /** Use this SQLite file instead of PostgreSQL. */
+  sqlitePath?: string;
   root: string;
   workerId: string;
   ids?: string[];
@@ -84,7 +88,9 @@ async function main(): Promise<void> {
       }
     },
   };
-  const store = postgresStore({ connectionString: config.url, schema: config.schema, maxConnections: 4 });
+  const store = config.sqlitePath
+    ? sqliteStore({ path: config.sqlitePath })
+    : postgresStore({ connectionString: config.url, schema: config.schema, maxConnections: 4 });
   const writes: Record<string, number> = {};
   const manager = new SandboxManager({
     providers: { local: provider },
