@@ -186,7 +186,9 @@ export async function execStream(
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => {
       killProcessTree(ctx, sandbox, handle.pid, "SIGKILL")
-        .catch(() => handle.kill().catch(() => false))
+        .catch(() => undefined)
+        // The daemon's own SIGKILL of the top process, in case the tree helper could not run.
+        .then(() => handle.kill().catch(() => false))
         .then(() => Promise.race([exit.catch(() => undefined), delay(ABORT_SETTLE_MS)]))
         .finally(() => {
           void handle.disconnect();

@@ -154,10 +154,12 @@ export function toE2BError(error: unknown, context: E2BErrorContext): SandboxErr
     });
   }
   if (status !== undefined && status >= 400) {
-    return e2bError(codeFromText(raw) ?? codeForHttpStatus(status), `${prefix}: ${raw}`, {
+    const fromText = codeFromText(raw);
+    return e2bError(fromText ?? codeForHttpStatus(status), `${prefix}: ${raw}`, {
       ...base,
       status,
-      retryable: isRetryableHttpStatus(status),
+      // A path problem reported as a server error stays the caller's problem: retrying cannot help.
+      retryable: fromText === undefined && isRetryableHttpStatus(status),
     });
   }
   // Daemon HTTP failures arrive as "<status>: <message>", RPC failures as "<n>: [<code>] <message>".
@@ -169,10 +171,11 @@ export function toE2BError(error: unknown, context: E2BErrorContext): SandboxErr
   const http = /^(\d{3}): /.exec(raw);
   if (http?.[1]) {
     const httpStatus = Number(http[1]);
-    return e2bError(codeFromText(raw) ?? codeForHttpStatus(httpStatus), `${prefix}: ${raw}`, {
+    const fromText = codeFromText(raw);
+    return e2bError(fromText ?? codeForHttpStatus(httpStatus), `${prefix}: ${raw}`, {
       ...base,
       status: httpStatus,
-      retryable: isRetryableHttpStatus(httpStatus),
+      retryable: fromText === undefined && isRetryableHttpStatus(httpStatus),
     });
   }
   if (isUnreachable(error)) {

@@ -1,5 +1,4 @@
 /** Shared setup of the tests that run the adapter against the local test server. */
-import { createSandboxClient, type SandboxClient } from "@sbox/core";
 import { type E2BProvider, type E2BProviderOptions, e2b } from "../src/index.js";
 import { type E2BTestServer, startE2BTestServer } from "./e2b-envd-test-server.js";
 
@@ -13,7 +12,6 @@ export const TEST_DOMAIN = "e2b.test";
 export async function startTestEnv(): Promise<{
   server: E2BTestServer;
   provider: (options?: E2BProviderOptions) => E2BProvider;
-  client: (options?: E2BProviderOptions) => SandboxClient;
 }> {
   const server = await startE2BTestServer({ apiKey: TEST_API_KEY, templates: ["base", "other"] });
   const provider = (options: E2BProviderOptions = {}) =>
@@ -25,5 +23,5 @@ export async function startTestEnv(): Promise<{
       timeoutMs: 30 * 60_000,
       ...options,
     });
-  return { server, provider, client: (options) => createSandboxClient({ provider: provider(options) }) };
+  return { server, provider };
 }

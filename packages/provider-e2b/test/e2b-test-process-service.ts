@@ -40,8 +40,11 @@ interface PtyLike {
   readonly pid: number;
 }
 
-/** After a process exits, how long output still in its pipes may take to arrive. */
-const DRAIN_QUIET_MS = 100;
+/**
+ * After a process exits its pipes normally reach end-of-file at once. When a child it left behind still
+ * holds them open, the end is reported after this long without output (Go's Wait does not wait for it).
+ */
+const DRAIN_QUIET_MS = 1_000;
 
 class TestProcess {
   readonly subscribers: Set<Subscriber> = new Set();
