@@ -202,7 +202,6 @@ async function alignRecord(
   internals: ManagerInternals,
   record: SandboxRecord,
   listed: Map<string, SandboxInfo[]>,
-  listedProviders: Set<string>,
   report: ReconcileReport,
 ): Promise<void> {
   const mine = listed.get(record.id) ?? [];
@@ -226,7 +225,6 @@ async function alignRecord(
     await destroySandbox(internals, record.provider, info.id);
     report.destroyed.push({ id: record.id, sandboxId: info.id, reason: "duplicate sandbox for the record" });
   }
-  void listedProviders;
   const at = internals.writer.now();
   let changes: RecordChanges | undefined;
   let detail = "";
@@ -284,12 +282,10 @@ export async function reconcileRecords(
   }
 
   const listed = new Map<string, SandboxInfo[]>();
-  const listedProviders = new Set<string>();
   const providerOf = new Map<string, string>();
   for (const key of internals.providerKeys()) {
     try {
       const infos = await listByLabels(internals, key, { [NAMESPACE_LABEL]: internals.namespace });
-      if (internals.clientOf(key).capabilities.map.list !== "unsupported") listedProviders.add(key);
       for (const info of infos) {
         const recordId = info.metadata[RECORD_LABEL];
         if (!recordId) continue;
@@ -305,7 +301,7 @@ export async function reconcileRecords(
   for (const record of records) {
     if (settledIds.has(record.id) || isTransitional(record.status)) continue;
     try {
-      await alignRecord(internals, record, listed, listedProviders, report);
+      await alignRecord(internals, record, listed, report);
     } catch (error) {
       fail(record.id, error);
     }
@@ -318,8 +314,7 @@ export async function reconcileRecords(
     try {
       const existing = await internals.store.get(recordId);
       if (existing) {
-        if (existing.status === "destroyed")
-          await alignRecord(internals, existing, listed, listedProviders, report);
+        if (existing.status === "destroyed") await alignRecord(internals, existing, listed, report);
         continue;
       }
       if (!RECORD_ID_PATTERN.test(recordId)) continue;
