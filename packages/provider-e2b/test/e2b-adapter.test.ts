@@ -226,7 +226,7 @@ describe("commands", () => {
       );
       expect(code).toBe("Timeout");
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const left = await sandbox.commands.run(`ps -eo args | grep -c '[w]hile :' || true`);
+      const left = await sandbox.commands.run(`ps -eo args | grep -c '[w]hile :.*${marker}' || true`);
       expect(left.stdout.trim()).toBe("0");
     });
   });
@@ -247,11 +247,15 @@ describe("commands", () => {
       expect((await attached.wait()).exitCode).toBe(4);
       await reading;
       expect(out).toBe("hello\ndone\n");
-      const sleeper = await sandbox.commands.spawn("sleep 300 & sleep 301 & wait");
+      // Unique durations, so processes of other tests on this machine are not counted.
+      const seconds = 3000 + Math.floor(Math.random() * 5000);
+      const sleeper = await sandbox.commands.spawn(`sleep ${seconds} & sleep ${seconds + 1} & wait`);
       await sandbox.commands.kill(sleeper.pid);
       const exit = await sleeper.wait();
       expect(exit.signal).toBe("SIGKILL");
-      const rest = await sandbox.commands.run("ps -eo args | grep -c '^sleep 30[01]$' || true");
+      const rest = await sandbox.commands.run(
+        `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`,
+      );
       expect(rest.stdout.trim()).toBe("0");
       expect(await codeOf(sandbox.commands.kill(999_999))).toBe("NotFound");
       expect(await codeOf(sandbox.commands.connect(999_999))).toBe("NotFound");
