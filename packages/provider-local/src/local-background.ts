@@ -13,6 +13,7 @@ import { shellQuoteArgv } from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, type LaunchPlan, planLaunch } from "./local-command.js";
 import { localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { FileFollower } from "./local-follow.js";
+import { closeNamespace, NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import {
@@ -301,6 +302,22 @@ export async function spawnBackground(
   }
   const token = newLocalId();
   const files = processFiles(target.paths.procs, token);
+  const namespace = await namespaceForCommand(context.settings, context.isolation, target);
+  try {
+    return await startBackground(context, target, request, token, files, namespace);
+  } finally {
+    closeNamespace(namespace);
+  }
+}
+
+async function startBackground(
+  context: BackgroundContext,
+  target: CommandTarget,
+  request: DriverExecRequest & DriverOutputCallbacks,
+  token: string,
+  files: ProcessFiles,
+  namespace: number | undefined,
+): Promise<DriverProcess> {
   const planned = planLaunch(context.settings, context.isolation, target, {
     command: request.command,
     cwd: request.cwd,
@@ -308,6 +325,7 @@ export async function spawnBackground(
     user: request.user,
     tag: token,
     foreground: false,
+    pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
   });
   const fallbackEnv =
     "cwdProblem" in planned
@@ -329,7 +347,10 @@ export async function spawnBackground(
       {
         cwd: plan.cwd,
         env: plan.env,
-        stdio: ["ignore", stdout.fd, stderr.fd],
+        stdio:
+          namespace === undefined
+            ? ["ignore", stdout.fd, stderr.fd]
+            : ["ignore", stdout.fd, stderr.fd, namespace],
         detached: true,
       },
     );

@@ -101,6 +101,11 @@ export interface BwrapPlan {
   readonly dieWithParent: boolean;
   /** Host directories hidden behind an empty tmpfs (the state root: other sandboxes' files). */
   readonly hide: readonly string[];
+  /**
+   * The PID namespace: a new one for this command, or the sandbox's own, joined through an inherited
+   * descriptor, so processes of every command see each other and detached ones outlive their command.
+   */
+  readonly pid: { readonly join: number } | "new";
 }
 
 /** The bubblewrap arguments (without the command) for `plan`. */
@@ -113,7 +118,8 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   for (const path of plan.hide) args.push("--tmpfs", path);
   args.push("--proc", "/proc", "--dev", "/dev");
   args.push("--bind", plan.tmp, SANDBOX_TMP, "--bind", plan.workspace, SANDBOX_WORKSPACE);
-  args.push("--unshare-pid");
+  if (plan.pid === "new") args.push("--unshare-pid");
+  else args.push("--pidns", String(plan.pid.join));
   if (plan.unshareNet) args.push("--unshare-net");
   if (plan.dieWithParent) args.push("--die-with-parent");
   // As root, bubblewrap would keep every capability: a process could remount / read-write.

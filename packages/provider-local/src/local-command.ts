@@ -37,6 +37,8 @@ export interface CommandInput {
   readonly foreground: boolean;
   /** Extra variables set by the provider (TERM for a pty). */
   readonly extraEnv?: Readonly<Record<string, string>> | undefined;
+  /** Descriptor number (in the child) of the sandbox's PID namespace to join; a new one when absent. */
+  readonly pidNamespaceFd?: number | undefined;
 }
 
 /** Settings shared by every command of a provider instance. */
@@ -118,6 +120,7 @@ export function planLaunch(
       unshareNet: record.egress === "block-all",
       dieWithParent: input.foreground,
       hide: settings.hide,
+      pid: input.pidNamespaceFd === undefined ? "new" : { join: input.pidNamespaceFd },
     });
     return { file: isolation.bwrapPath, args: [...args, "--", ...argv], cwd: paths.workspace, env };
   }

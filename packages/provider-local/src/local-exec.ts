@@ -1,7 +1,9 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
 import type { DriverExecRequest, DriverExit, DriverOutputCallbacks } from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
 import { abortErrorOf, localError, throwIfAborted, toLocalError } from "./local-errors.js";
+import { closeNamespace, NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import { COMMAND_TAG_VARIABLE, signalNumber, signalTree } from "./local-procfs.js";
@@ -44,27 +46,42 @@ export async function runForeground(
 ): Promise<DriverExit> {
   throwIfAborted(request.signal, "exec");
   const tag = newLocalId();
-  const plan = planLaunch(settings, isolation, target, {
-    command: request.command,
-    cwd: request.cwd,
-    env: request.env,
-    user: request.user,
-    tag,
-    foreground: true,
-  });
+  const namespace = await namespaceForCommand(settings, isolation, target);
+  let plan: ReturnType<typeof planLaunch>;
+  try {
+    plan = planLaunch(settings, isolation, target, {
+      command: request.command,
+      cwd: request.cwd,
+      env: request.env,
+      user: request.user,
+      tag,
+      foreground: true,
+      pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
+    });
+  } catch (error) {
+    closeNamespace(namespace);
+    throw error;
+  }
   if ("cwdProblem" in plan) {
+    closeNamespace(namespace);
     output.onStderr(Buffer.from(plan.cwdProblem));
     return { exitCode: 1 };
   }
+  const launch = plan;
   const treeTag = { name: COMMAND_TAG_VARIABLE, value: tag };
   return new Promise<DriverExit>((resolve, reject) => {
-    const child = spawn(plan.file, plan.args, {
-      cwd: plan.cwd,
-      env: plan.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      // Its own process group, so a kill reaches everything it forks.
-      detached: true,
-    });
+    let child: ChildProcessByStdio<Writable, Readable, Readable>;
+    try {
+      child = spawn(launch.file, launch.args, {
+        cwd: launch.cwd,
+        env: launch.env,
+        stdio: namespace === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", namespace],
+        // Its own process group, so a kill reaches everything it forks.
+        detached: true,
+      }) as ChildProcessByStdio<Writable, Readable, Readable>;
+    } finally {
+      closeNamespace(namespace);
+    }
     let settled = false;
     let exit: DriverExit | undefined;
     let delivered: string | undefined;
@@ -106,7 +123,7 @@ export async function runForeground(
     };
 
     child.on("error", (error) => {
-      finish(localError("Provider", `could not start the command (${plan.file}): ${error.message}`, error));
+      finish(localError("Provider", `could not start the command (${launch.file}): ${error.message}`, error));
     });
     child.stdout.on("data", (chunk: Buffer) => output.onStdout(chunk));
     child.stderr.on("data", (chunk: Buffer) => output.onStderr(chunk));

@@ -18,7 +18,10 @@ export interface SandboxView {
 
 /** A path resolved inside the sandbox. */
 export interface ResolvedPath {
-  /** Normalized sandbox path, e.g. `/workspace/a/b` (what the API reports back). */
+  /**
+   * The path as commands see it, which the API reports back: `/workspace/a/b` under bubblewrap, the host
+   * path without isolation.
+   */
   readonly sandboxPath: string;
   /** The host path that holds it. */
   readonly hostPath: string;
@@ -135,9 +138,12 @@ export async function resolveSandboxPath(
     }
   }
   if (stack.length === 0) throw outside(path, via);
+  const hostPath = hostPathOf(view, stack);
   return {
-    sandboxPath: `/${stack.join("/")}`,
-    hostPath: hostPathOf(view, stack),
+    // Without isolation commands see host paths, so the API reports those too: a path from files.list
+    // can be handed to a command as is.
+    sandboxPath: view.isolation === "none" ? hostPath : `/${stack.join("/")}`,
+    hostPath,
     isAreaRoot: stack.length === 1,
   };
 }
@@ -176,6 +182,10 @@ export function hostCwdWithoutIsolation(view: SandboxView, cwd: string | undefin
   if (cwd === undefined) return view.workspace;
   if (!cwd.startsWith("/")) return posix.join(view.workspace, cwd);
   const normalized = posix.normalize(cwd);
+  // The sandbox's own host directories first: under /tmp they would otherwise look like the /tmp alias.
+  for (const host of [view.workspace, view.tmp]) {
+    if (normalized === host || normalized.startsWith(`${host}/`)) return normalized;
+  }
   for (const area of ["workspace", "tmp"] as const) {
     const prefix = AREAS[area];
     if (normalized === prefix || normalized.startsWith(`${prefix}/`)) {

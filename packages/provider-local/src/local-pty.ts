@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import type { DriverExit, DriverPty, DriverPtyRequest } from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
 import { localError, throwIfAborted } from "./local-errors.js";
+import { ensureSandboxNamespace, NAMESPACE_CHILD_FD, sharesPidNamespace } from "./local-holder.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import { COMMAND_TAG_VARIABLE, signalName, signalTree } from "./local-procfs.js";
@@ -56,7 +57,12 @@ export async function createPty(
   const pty = await loadPty();
   const tag = newLocalId();
   const shell = existsSync("/bin/bash") ? "/bin/bash" : settings.shell;
-  const plan = planLaunch(
+  // node-pty cannot pass extra descriptors: a shell opens the namespace as fd 3, then becomes bubblewrap.
+  const holder =
+    isolation.mode === "bwrap" && sharesPidNamespace(isolation)
+      ? await ensureSandboxNamespace(settings, isolation, target)
+      : undefined;
+  const planned = planLaunch(
     { ...settings, shell: request.command === undefined ? shell : settings.shell },
     isolation,
     target,
@@ -67,9 +73,25 @@ export async function createPty(
       tag,
       foreground: true,
       extraEnv: { TERM: "xterm-256color" },
+      pidNamespaceFd: holder === undefined ? undefined : NAMESPACE_CHILD_FD,
     },
   );
-  if ("cwdProblem" in plan) throw localError("Validation", plan.cwdProblem.trim());
+  if ("cwdProblem" in planned) throw localError("Validation", planned.cwdProblem.trim());
+  const plan =
+    holder === undefined
+      ? planned
+      : {
+          ...planned,
+          file: settings.shell,
+          args: [
+            "-c",
+            `exec ${NAMESPACE_CHILD_FD}<"$1"; shift; exec "$@"`,
+            "sh",
+            `/proc/${holder}/ns/pid`,
+            planned.file,
+            ...planned.args,
+          ],
+        };
   let child: PtyProcess;
   try {
     child = pty.spawn(plan.file, [...plan.args], {

@@ -277,12 +277,31 @@ describe("bubblewrap isolation", () => {
     expect((await run(provider, sandbox, "cat /tmp/t")).stdout).toBe("kept\n");
   });
 
-  it("runs in its own PID namespace without capabilities", async () => {
-    const result = await run(provider, sandbox, "echo $$; grep CapEff /proc/self/status");
-    const [pid, caps] = result.stdout.trim().split("\n");
-    expect(Number(pid)).toBeLessThan(10);
+  it("runs in a PID namespace of its own, without capabilities", async () => {
+    const result = await run(provider, sandbox, "ls /proc | grep -c '^[0-9]'; grep CapEff /proc/self/status");
+    const [count, caps] = result.stdout.trim().split("\n");
+    // Only the sandbox's few processes are visible, not the host's.
+    expect(Number(count)).toBeLessThan(10);
     expect(caps).toMatch(/CapEff:\s+0+$/);
+    const hostPid = process.pid;
+    expect(
+      (await run(provider, sandbox, `kill -0 ${hostPid} 2>/dev/null && echo visible || echo hidden`)).stdout,
+    ).toBe("hidden\n");
   });
+
+  it.runIf(process.getuid?.() === 0)(
+    "as root, every command of a sandbox shares one PID namespace: a detached process outlives its command",
+    async () => {
+      const started = await run(
+        provider,
+        sandbox,
+        "setsid sh -c 'sleep 300' >/dev/null 2>&1 < /dev/null & echo $!",
+      );
+      const pid = started.stdout.trim();
+      const seen = await run(provider, sandbox, `kill -0 ${pid} && echo alive; kill ${pid}; echo killed`);
+      expect(seen.stdout).toBe("alive\nkilled\n");
+    },
+  );
 
   it("hides the state root, so other sandboxes' files are not readable", async () => {
     // A root outside /tmp: under /tmp it would be hidden by the private /tmp anyway, proving nothing.

@@ -34,6 +34,8 @@ describe.each(MODES)("files (%s)", (mode) => {
   let provider: AnyLocalProvider;
   let sandbox: DriverSandbox<LocalSandboxHandle>;
   const encode = (text: string) => new TextEncoder().encode(text);
+  // Paths come back as commands see them: the sandbox path under bubblewrap, the host path without isolation.
+  const ws = () => (mode === "bwrap" ? "/workspace" : sandbox.native.workspace);
 
   beforeAll(async () => {
     provider = providerFor(mode, state.home);
@@ -73,9 +75,9 @@ describe.each(MODES)("files (%s)", (mode) => {
     expect(listed.map((entry) => entry.name).sort()).toEqual([...names].sort());
     for (const name of names)
       expect(decode(await provider.doReadFile!(sandbox, `odd/${name}`, call()))).toBe(name);
-    expect(
-      listed.every((entry) => entry.path === `/workspace/odd/${entry.name}` && entry.type === "file"),
-    ).toBe(true);
+    expect(listed.every((entry) => entry.path === `${ws()}/odd/${entry.name}` && entry.type === "file")).toBe(
+      true,
+    );
   });
 
   it("applies an explicit mode literally", async () => {
@@ -99,7 +101,7 @@ describe.each(MODES)("files (%s)", (mode) => {
       link: "symlink",
     });
     const file = await provider.doStat!(sandbox, "/workspace/kinds/file", call());
-    expect(file).toMatchObject({ name: "file", path: "/workspace/kinds/file", type: "file", size: 5 });
+    expect(file).toMatchObject({ name: "file", path: `${ws()}/kinds/file`, type: "file", size: 5 });
     expect((await provider.doStat!(sandbox, "kinds/link", call())).type).toBe("symlink");
     expect(decode(await provider.doReadFile!(sandbox, "kinds/link", call()))).toBe("12345");
     expect(await codeOf(provider.doStat!(sandbox, "kinds/missing", call()))).toBe("NotFound");
@@ -248,11 +250,11 @@ describe.each(MODES)("files (%s)", (mode) => {
       const seen = (type: WatchEvent["type"], path: string) =>
         eventually(() => events.some((e) => e.type === type && e.path === path), 5_000);
       await run(provider, sandbox, "echo a > watched/deep/f");
-      expect(await seen("create", "/workspace/watched/deep/f")).toBe(true);
+      expect(await seen("create", `${ws()}/watched/deep/f`)).toBe(true);
       await run(provider, sandbox, "echo more >> watched/deep/f");
-      expect(await seen("modify", "/workspace/watched/deep/f")).toBe(true);
+      expect(await seen("modify", `${ws()}/watched/deep/f`)).toBe(true);
       await provider.doRemove!(sandbox, "watched/deep/f", { ...call(), recursive: false });
-      expect(await seen("delete", "/workspace/watched/deep/f")).toBe(true);
+      expect(await seen("delete", `${ws()}/watched/deep/f`)).toBe(true);
     } finally {
       await watcher.close();
     }

@@ -1,0 +1,22 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runConformance } from "@sbox/conformance/vitest";
+import { afterAll } from "vitest";
+import { local } from "../src/index.js";
+
+// One state root for every mode; each conformance run checks that it leaves no sandbox behind.
+const root = mkdtempSync(join(tmpdir(), "sbox-local-conformance-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const only = process.env.SBOX_CONFORMANCE_ONLY?.split(",").filter(Boolean);
+
+for (const isolation of ["bwrap", "none"] as const) {
+  for (const primitivesOnly of [false, true]) {
+    runConformance({
+      provider: () => local({ root: join(root, isolation), isolation }),
+      primitivesOnly,
+      ...(only ? { only } : {}),
+    });
+  }
+}
