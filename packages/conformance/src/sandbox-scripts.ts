@@ -22,16 +22,20 @@ export const HEARTBEAT_TREE_SCRIPT =
   '(while :; do echo x >> "$1"; sleep 1; done) & sh -c \'while :; do echo y >> "$1"; sleep 1; done\' sh "$2" & wait';
 
 /**
- * Fetches URL "$1" with whatever HTTP client the sandbox has (wget, curl, python3, node) with a 4 s limit,
- * printing the body. Exit 99 when there is no client at all.
+ * Requests `http://"$1":"$2""$3"` (host, port, path) with every HTTP client the sandbox has, in turn, until
+ * one succeeds: curl, wget, python3, node, then a raw request through nc (some static busybox builds
+ * crash in wget). Exit 0 when one got an answer, 1 when none did, 99 when there is no client at all.
+ * Whether a request arrived is judged by the server, not by this exit code.
  */
 export const HTTP_GET_SCRIPT: string = [
-  'u="$1"',
-  'if command -v wget >/dev/null 2>&1; then wget -q -T 4 -O - "$u"',
-  'elif command -v curl >/dev/null 2>&1; then curl -fsS -m 4 "$u"',
-  "elif command -v python3 >/dev/null 2>&1; then python3 -c 'import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1],timeout=4).read().decode())' \"$u\"",
-  "elif command -v node >/dev/null 2>&1; then node -e 'const c=new AbortController();setTimeout(()=>c.abort(),4000).unref();fetch(process.argv[1],{signal:c.signal}).then(async r=>{if(!r.ok)process.exit(1);process.stdout.write(await r.text())},()=>process.exit(1))' \"$u\"",
-  'else echo "sbox-conformance: no http client (wget, curl, python3, node) in the sandbox" >&2; exit 99; fi',
+  'h="$1"; p="$2"; path="$3"; u="http://$h:$p$path"; found=0',
+  'if command -v curl >/dev/null 2>&1; then found=1; curl -fsS -m 4 -o /dev/null "$u" 2>/dev/null && exit 0; fi',
+  'if command -v wget >/dev/null 2>&1; then found=1; wget -q -T 4 -O /dev/null "$u" 2>/dev/null && exit 0; fi',
+  "if command -v python3 >/dev/null 2>&1; then found=1; python3 -c 'import sys,urllib.request;urllib.request.urlopen(sys.argv[1],timeout=4).read()' \"$u\" 2>/dev/null && exit 0; fi",
+  "if command -v node >/dev/null 2>&1; then found=1; node -e 'const c=new AbortController();setTimeout(()=>c.abort(),4000).unref();fetch(process.argv[1],{signal:c.signal}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' \"$u\" 2>/dev/null && exit 0; fi",
+  'if command -v nc >/dev/null 2>&1; then found=1; r=$(printf "GET %s HTTP/1.0\\r\\nHost: %s\\r\\n\\r\\n" "$path" "$h" | nc "$h" "$p" 2>/dev/null | head -c 12); case $r in HTTP/*) exit 0;; esac; fi',
+  '[ "$found" = 1 ] && exit 1',
+  'echo "sbox-conformance: no http client (curl, wget, python3, node, nc) in the sandbox" >&2; exit 99',
 ].join("\n");
 
 /**

@@ -1,5 +1,5 @@
 import type { NetworkApi, Sandbox } from "@sbox/core";
-import type { EgressPolicy } from "@sbox/core/spec";
+import { type EgressPolicy, SandboxError } from "@sbox/core/spec";
 import { ConformanceFailure, check, show } from "../assertions.js";
 import type { ConformanceCase, ConformanceContext } from "../conformance-case.js";
 import type { HostServer } from "../host-server.js";
@@ -17,15 +17,19 @@ interface Probe {
 async function probe(sandbox: Sandbox, server: HostServer, address: string): Promise<Probe> {
   const path = server.newPath();
   const host = address.includes(":") && !address.startsWith("[") ? `[${address}]` : address;
-  const result = await sandbox.commands.run(shArgs(HTTP_GET_SCRIPT, `http://${host}:${server.port}${path}`), {
-    timeoutMs: 20_000,
-  });
-  if (result.exitCode === 99) throw new ConformanceFailure(`cannot test egress: ${result.stderr.trim()}`);
-  const reached = server.wasHit(path);
-  return {
-    reached,
-    detail: `exit ${result.exitCode}${result.stderr ? `, stderr ${show(result.stderr.trim())}` : ""}`,
-  };
+  let detail: string;
+  try {
+    const result = await sandbox.commands.run(shArgs(HTTP_GET_SCRIPT, host, String(server.port), path), {
+      timeoutMs: 30_000,
+    });
+    if (result.exitCode === 99) throw new ConformanceFailure(`cannot test egress: ${result.stderr.trim()}`);
+    detail = `exit ${result.exitCode}${result.stderr ? `, stderr ${show(result.stderr.trim())}` : ""}`;
+  } catch (error) {
+    // A request that hangs until the time limit (a firewall that drops packets) did not get through.
+    if (!(SandboxError.isInstance(error) && error.code === "Timeout")) throw error;
+    detail = "no answer within 30 s";
+  }
+  return { reached: server.wasHit(path), detail };
 }
 
 /**

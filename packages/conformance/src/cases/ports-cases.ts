@@ -35,12 +35,17 @@ async function serveToken(ctx: ConformanceContext): Promise<ServedSandbox> {
   await sandbox.files.write(`${dir}/conformance.txt`, token);
   const proc = await sandbox.commands.spawn(shArgs(HTTP_SERVE_SCRIPT, String(port), dir));
   let output = "";
-  void collectText(proc.stdout).then((t) => {
-    output += t;
-  });
-  void collectText(proc.stderr).then((t) => {
-    output += t;
-  });
+  // Kept for failure messages only; the process is killed at the end, which may end these with an error.
+  for (const stream of [proc.stdout, proc.stderr]) {
+    collectText(stream).then(
+      (text) => {
+        output += text;
+      },
+      (error: unknown) => {
+        output += ` [output ended with ${show(error)}]`;
+      },
+    );
+  }
   ctx.defer(() => proc.kill().catch(() => {}));
   return { sandbox, ports, port, token, proc, log: () => output };
 }
