@@ -27,13 +27,15 @@ export interface FlyFailureContext {
 
 /**
  * The `SandboxError` of an HTTP failure of the Machines API: the status maps to the taxonomy
- * (`codeForHttpStatus`), 408/429/5xx are retryable, and 401/403 say which credential to check. The
+ * (`codeForHttpStatus`, and 412 to `InvalidState`), 408/429/5xx are retryable, and 401/403 say which credential to check. The
  * token is never part of the message: it only travels in the Authorization header, and it is scrubbed
  * from the quoted response body in case a server echoes it.
  */
 export function flyHttpError(status: number, body: string, context: FlyFailureContext): SandboxError {
   const detail = errorDetailOf(body);
-  const code = codeForHttpStatus(status);
+  // Fly answers 412 ("failed_precondition") when the machine's state forbids the call (exec on a
+  // stopped machine, destroy of a running one without force): that is a state problem, not a conflict.
+  const code = status === 412 ? "InvalidState" : codeForHttpStatus(status);
   let hint = "";
   if (status === 401) {
     hint =
