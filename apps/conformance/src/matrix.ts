@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { type ConformanceReport, runConformanceReport } from "@sbox/conformance";
 import { type MatrixRun, renderMatrix, type SkippedTarget } from "./matrix-markdown.js";
-import { CONFORMANCE_TARGETS, type ProviderModule } from "./provider-targets.js";
+import { CONFORMANCE_TARGETS, type ConformanceTarget, type ProviderModule } from "./provider-targets.js";
 import { BLOCK_END, BLOCK_START, replaceBlock } from "./readme-block.js";
 import { findRepoRoot, workspacePackages } from "./workspace-packages.js";
 
@@ -74,6 +74,14 @@ for (const target of CONFORMANCE_TARGETS) {
     continue;
   }
   const module = (await import(pathToFileURL(pkg.entry).href)) as ProviderModule;
+  try {
+    await runTarget(target, module);
+  } finally {
+    target.cleanup?.();
+  }
+}
+
+async function runTarget(target: ConformanceTarget, module: ProviderModule): Promise<void> {
   for (const mode of target.modes ?? ["declared", "primitives-only"]) {
     const tempDir = mkdtempSync(join(tmpdir(), "sbox-conformance-matrix-"));
     log(`- ${target.id} (${mode}): running`);

@@ -23,6 +23,8 @@ export interface ConformanceTarget {
   modes?: readonly ("declared" | "primitives-only")[] | undefined;
   /** Further kit options (exclusions with reasons, fixtures). */
   options?: Partial<Omit<ConformanceOptions, "provider" | "primitivesOnly">> | undefined;
+  /** Removes what the runs left on purpose (e.g. the fixture volume), after all modes ran. */
+  cleanup?: (() => void) | undefined;
 }
 
 function exported<T>(module: ProviderModule, name: string): T {
@@ -41,6 +43,8 @@ function bwrapWorks(): string | undefined {
 }
 
 const DOCKER_IMAGE = process.env.SBOX_DOCKER_TEST_IMAGE ?? "sbox-busybox:latest";
+/** A volume the volumes case may mount; Docker creates it on first use, the target's cleanup removes it. */
+const DOCKER_VOLUME = `sbox-conformance-matrix-${process.pid}`;
 
 function dockerReady(repoRoot: string): string | undefined {
   const info = spawnSync("docker", ["info", "--format", "{{.ServerVersion}}"], {
@@ -102,6 +106,10 @@ export const CONFORMANCE_TARGETS: readonly ConformanceTarget[] = [
     factory: (module) => {
       const make = exported<(options: { image: string }) => SandboxProvider>(module, "docker");
       return () => make({ image: DOCKER_IMAGE });
+    },
+    options: { fixtures: { volume: DOCKER_VOLUME } },
+    cleanup: () => {
+      spawnSync("docker", ["volume", "rm", "-f", DOCKER_VOLUME], { stdio: "ignore", timeout: 30_000 });
     },
   },
   {
