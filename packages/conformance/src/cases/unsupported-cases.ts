@@ -7,6 +7,9 @@ import { NAMESPACE_OF } from "./manifest-cases.js";
 
 type Probe = (ctx: ConformanceContext, sandbox: Sandbox) => Promise<void>;
 
+/** Capabilities without an entry point of their own: without them the core falls back to buffering. */
+const DEGRADES: ReadonlySet<CapabilityName> = new Set(["streaming", "filesUpload"]);
+
 /** Calls that must throw NotSupportedError before any provider call. */
 const refuses =
   (
@@ -140,7 +143,11 @@ export function unsupportedCases(): ConformanceCase[] {
   return CAPABILITY_NAMES.map(
     (name): ConformanceCase => ({
       id: `unsupported.${name}`,
-      title: `with ${name} unsupported, can("${name}") is false${NAMESPACE_OF[name] ? `, sandbox.${NAMESPACE_OF[name]} is undefined` : ""} and its entry points are refused with NotSupported before any provider call`,
+      title: `with ${name} unsupported, can("${name}") is false${NAMESPACE_OF[name] ? `, sandbox.${NAMESPACE_OF[name]} is undefined` : ""}${
+        DEGRADES.has(name)
+          ? ", and the core degrades gracefully (the whole output or file still arrives, at the end)"
+          : " and its entry points are refused with NotSupported before any provider call"
+      }`,
       requires: [],
       unsupportedOf: name,
       async run(ctx) {
