@@ -14,7 +14,7 @@ tag="${1:-${SBOX_BUSYBOX_IMAGE:-sbox-busybox:latest}}"
 say() { printf 'build-busybox-image: %s\n' "$*" >&2; }
 
 # Bumped whenever the image content changes, so a cached older build is replaced.
-version=2
+version=4
 if [ "$force" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "sbox.image-version"}}' "$tag" 2>/dev/null)" = "$version" ]; then
   say "$tag (version $version) exists, nothing to do (--force rebuilds)"
   exit 0
@@ -51,7 +51,7 @@ cat >"$root/etc/group" <<'GROUP'
 root:x:0:
 nogroup:x:65534:
 GROUP
-# Without these, busybox's static wget crashes (segfault) resolving the service of a URL.
+# Service and protocol names for tools that look them up (wget, nc).
 for f in services protocols; do
   if [ -f "/etc/$f" ]; then cp "/etc/$f" "$root/etc/$f"; fi
 done
