@@ -380,10 +380,31 @@ export async function resumeSandbox(
   container: Dockerode.Container,
   signal: AbortSignal,
 ): Promise<void> {
+  // Resolves only once the engine reports the sandbox running: an unpause racing a pause still under
+  // way in the engine (another caller) is repeated, a bounded number of times.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const info = await inspectOurs(engine, container, signal);
+    const status = info.State.Status;
+    if (status === "running") return;
+    try {
+      if (status === "paused") {
+        await engine.call("unpause", signal, (_docker, bound) => container.unpause({ abortSignal: bound }));
+      } else {
+        await engine.call("start", signal, (_docker, bound) => container.start({ abortSignal: bound }));
+      }
+    } catch (error) {
+      // "not paused" / "already started": the state changed under us; look again.
+      if (!isCode(error, "InvalidState") && !isCode(error, "Conflict")) throw error;
+    }
+  }
   const info = await inspectOurs(engine, container, signal);
-  if (info.State.Status === "paused") {
-    await engine.call("unpause", signal, (_docker, bound) => container.unpause({ abortSignal: bound }));
-  } else if (info.State.Status !== "running") {
-    await engine.call("start", signal, (_docker, bound) => container.start({ abortSignal: bound }));
+  if (info.State.Status !== "running") {
+    throw dockerSandboxError(
+      "InvalidState",
+      `docker resume: the sandbox is still ${stateOf(info.State.Status)}`,
+      {
+        retryable: true,
+      },
+    );
   }
 }

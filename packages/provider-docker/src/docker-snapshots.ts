@@ -266,14 +266,13 @@ export async function forkSandbox(
   try {
     for (let i = 0; i < count; i++) {
       const name = newSandboxId();
-      const copy = await createStarted(
+      await createStarted(
         engine,
         copyOptions(info, name, image, { [LABEL_FORKED_FROM]: id, [LABEL_FORK_IMAGE]: "true" }),
         networksOff(info),
         signal,
       );
       made.push({ id: name, container: docker.getContainer(name) });
-      void copy;
     }
   } catch (error) {
     for (const fork of made) await removeQuietly(engine, fork.container);
