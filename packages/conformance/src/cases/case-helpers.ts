@@ -2,7 +2,17 @@ import { createHash } from "node:crypto";
 import type { Sandbox } from "@sbox/core";
 import { ConformanceFailure, show } from "../assertions.js";
 import type { ConformanceContext } from "../conformance-case.js";
-import { sizeViaShell } from "../sandbox-scripts.js";
+import { runOk } from "../sandbox-scripts.js";
+
+/** Size of a file measured inside the sandbox, 0 when it does not exist (yet). */
+async function sizeOrZero(sandbox: Sandbox, path: string): Promise<number> {
+  const result = await runOk(
+    sandbox,
+    ["sh", "-c", 'if [ -e "$1" ]; then wc -c < "$1"; else echo 0; fi', "sh", path],
+    `measuring ${show(path)}`,
+  );
+  return Number.parseInt(result.stdout.trim(), 10);
+}
 
 /** Concatenates an async iterable of text chunks. */
 export async function collectText(chunks: AsyncIterable<string>): Promise<string> {
@@ -143,12 +153,12 @@ export function heartbeatFiles(dir: string): {
     async expectStopped(sandbox, what) {
       // Give the kill a moment to land, then watch for growth over more than two beats.
       await new Promise((resolve) => setTimeout(resolve, 1200));
-      const before = await Promise.all(files.map((f) => sizeViaShell(sandbox, f)));
+      const before = await Promise.all(files.map((f) => sizeOrZero(sandbox, f)));
       if (before.some((size) => !(size > 0))) {
         throw new ConformanceFailure(`${what}: the command never started (heartbeat sizes ${show(before)})`);
       }
       await new Promise((resolve) => setTimeout(resolve, 2500));
-      const after = await Promise.all(files.map((f) => sizeViaShell(sandbox, f)));
+      const after = await Promise.all(files.map((f) => sizeOrZero(sandbox, f)));
       if (after[0] !== before[0] || after[1] !== before[1]) {
         throw new ConformanceFailure(
           `${what}: expected the whole process tree to be gone, but heartbeat files kept growing (${show(before)} -> ${show(after)}; parent, child)`,
