@@ -227,7 +227,13 @@ describe("HTTP statuses", () => {
       expect(server.requests.slice(from).filter((r) => r.route === "exec" && r.status === 502)).toHaveLength(
         1,
       );
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The command did run once (the failure came after Fly carried it out): wait for it, then check
+      // that nothing ran it a second time.
+      let seen = "";
+      for (let i = 0; i < 100 && seen === ""; i++) {
+        seen = (await sandbox.commands.run("cat ran-once.txt 2>/dev/null")).stdout;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
       expect((await sandbox.commands.run("cat ran-once.txt")).stdout).toBe("x\n");
     } finally {
       await sandbox.destroy();
