@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants, type FSWatcher, open as openFd, watch } from "node:fs";
-import { mkdir, open } from "node:fs/promises";
+import { access, lstat, mkdir, open, writeFile } from "node:fs/promises";
 import { Socket } from "node:net";
 import type {
   DriverExecRequest,
@@ -37,13 +37,29 @@ import {
 } from "./local-procfs.js";
 
 /**
- * The wrapper every background command runs under, on the host: it feeds the command's stdin from the
- * record's FIFO, waits for it and writes its exit code next to the output files. Catchable signals are
+ * The wrapper every background command runs under, on the host: it opens the command's stdin (the
+ * record's FIFO, or a file with the bytes given at spawn) once and keeps it, waits for the command and writes its exit code next to the output files. Catchable signals are
  * trapped (not ignored, which children would inherit) so that a `kill -TERM` of the group still lets it
  * record how the command ended. Only shell builtins, so a user's PATH cannot break it.
+ *
+ * Under bubblewrap (`$2` > 0) the command reports its start on fd 4 (the `ready` file) and takes its stderr
+ * from fd 5, while bubblewrap's own messages go to the `setup` file: a start that failed in bubblewrap is
+ * retried up to `$2` times, and only when the last one fails too do its messages reach stderr.
  */
-const WRAPPER =
-  'rec=$1; shift; trap : HUP INT TERM QUIT USR1 USR2 ALRM; "$@" <"$rec/stdin"; code=$?; printf "%s\\n" "$code" >"$rec/exit"; exit "$code"';
+const WRAPPER = [
+  'rec=$1; retries=$2; shift 2; exec 0<"$rec/stdin"; : >"$rec/opened"; trap : HUP INT TERM QUIT USR1 USR2 ALRM; n=0',
+  "while :; do",
+  '  if [ "$retries" -gt 0 ]; then : >"$rec/ready"; : >"$rec/setup"; "$@" 4>>"$rec/ready" 5>&2 2>>"$rec/setup"; else "$@"; fi',
+  "  code=$?",
+  '  if [ "$retries" -eq 0 ] || [ -s "$rec/ready" ] || [ "$n" -ge "$retries" ]; then break; fi',
+  "  n=$((n+1))",
+  "done",
+  'if [ "$retries" -gt 0 ] && [ ! -s "$rec/ready" ]; then while IFS= read -r line; do printf "%s\\n" "$line" >&2; done <"$rec/setup"; fi',
+  'printf "%s\\n" "$code" >"$rec/exit"; exit "$code"',
+].join("\n");
+
+/** How often a background command is started again when bubblewrap fails to set its sandbox up. */
+const SETUP_RETRIES = 4;
 
 const LIVENESS_POLL_MS = 100;
 /** How long a catchable signal waits for the command to exist when sent right after the spawn. */
@@ -184,7 +200,9 @@ class BackgroundProcess implements DriverProcess {
     const writer = this.stdin;
     this.stdin = undefined;
     this.stdinClosed = true;
-    if (writer && !writer.destroyed) await new Promise<void>((resolve) => writer.end(() => resolve()));
+    if (!writer || writer.destroyed) return;
+    await stdinOpened(this.files, async () => this.ended || !(await isRunning(this.files, this.meta)));
+    await new Promise<void>((resolve) => writer.end(() => resolve()));
   }
 
   /**
@@ -195,6 +213,10 @@ class BackgroundProcess implements DriverProcess {
     if (this.stdinClosed) throw localError("InvalidState", `the stdin of process ${this.pid} was closed`);
     if (!(await isRunning(this.files, this.meta))) {
       throw localError("InvalidState", `process ${this.pid} has ended; its stdin is closed`);
+    }
+    const kind = await lstat(this.files.stdin).catch(() => undefined);
+    if (!kind?.isFIFO()) {
+      throw localError("InvalidState", `the stdin of process ${this.pid} was given at spawn and is closed`);
     }
     try {
       this.stdin = await openFifoWriter(this.files.stdin, constants.O_WRONLY);
@@ -240,6 +262,29 @@ function openFifoWriter(path: string, mode: number): Promise<Socket> {
       resolve(socket);
     });
   });
+}
+
+function retriesUsed(context: BackgroundContext, planned: LaunchPlan | { cwdProblem: string }): number {
+  return context.isolation.mode === "bwrap" && !("cwdProblem" in planned) ? SETUP_RETRIES : 0;
+}
+
+/**
+ * Waits until the wrapper opened the command's stdin (it then holds the FIFO's read end for good), or
+ * `ended()`. Closing the last writer before that would leave the wrapper's open blocked for ever.
+ */
+async function stdinOpened(files: ProcessFiles, ended: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (
+      await access(files.opened).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    if (await ended()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** Signals a recorded process and its whole tree; a process that already ended is left alone. */
@@ -325,6 +370,7 @@ async function startBackground(
     user: request.user,
     tag: token,
     foreground: false,
+    readyFd: context.isolation.mode === "bwrap",
     pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
   });
   const fallbackEnv =
@@ -333,17 +379,31 @@ async function startBackground(
       : planned.env;
   const plan = failingPlan(context.settings, planned, target.paths.workspace, fallbackEnv);
   await mkdir(files.dir, { mode: 0o700 });
-  await makeFifo(files.stdin);
-  // Read-write, so the FIFO has a writer before the command opens it (its open never blocks) and the
-  // command sees end of input only when this writer (and any other) is closed.
-  const stdin = await openFifoWriter(files.stdin, constants.O_RDWR);
+  let stdin: Socket | undefined;
+  if (request.stdin instanceof Uint8Array) {
+    // Fixed input: a plain file, read to its end; there is nothing to keep open.
+    await writeFile(files.stdin, request.stdin, { mode: 0o600 });
+  } else {
+    await makeFifo(files.stdin);
+    // Read-write, so the FIFO has a writer before the command opens it (its open never blocks) and the
+    // command sees end of input only when this writer (and any other) is closed.
+    stdin = await openFifoWriter(files.stdin, constants.O_RDWR);
+  }
   const stdout = await open(files.stdout, "a", 0o600);
   const stderr = await open(files.stderr, "a", 0o600);
   let child: ChildProcess;
   try {
     child = spawn(
       context.settings.shell,
-      ["-c", WRAPPER, "sbox-process", files.dir, plan.file, ...plan.args],
+      [
+        "-c",
+        WRAPPER,
+        "sbox-process",
+        files.dir,
+        String(retriesUsed(context, planned)),
+        plan.file,
+        ...plan.args,
+      ],
       {
         cwd: plan.cwd,
         env: plan.env,
@@ -359,7 +419,7 @@ async function startBackground(
       child.once("error", reject);
     });
   } catch (error) {
-    stdin.destroy();
+    stdin?.destroy();
     throw localError(
       "Provider",
       `could not start the background command: ${(error as Error).message}`,
@@ -379,7 +439,6 @@ async function startBackground(
     startedAt: new Date().toISOString(),
   };
   await writeProcessMeta(files, meta);
-  if (request.stdin instanceof Uint8Array) stdin.end(request.stdin);
   return new BackgroundProcess(context, files, meta, request, child, stdin);
 }
 

@@ -37,6 +37,8 @@ export interface CommandInput {
   readonly foreground: boolean;
   /** Extra variables set by the provider (TERM for a pty). */
   readonly extraEnv?: Readonly<Record<string, string>> | undefined;
+  /** Under bubblewrap: report readiness on READY_FD (the caller provides it) so setup failures can be retried. */
+  readonly readyFd?: boolean | undefined;
   /** Descriptor number (in the child) of the sandbox's PID namespace to join; a new one when absent. */
   readonly pidNamespaceFd?: number | undefined;
 }
@@ -54,13 +56,35 @@ export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): San
   return { isolation: isolation.mode, workspace: target.paths.workspace, tmp: target.paths.tmp };
 }
 
+/** Descriptor on which a command under bubblewrap reports that the sandbox was set up and it started. */
+export const READY_FD = 4;
+/** Descriptor that carries a background command's stderr past bubblewrap's own (see the wrapper). */
+export const COMMAND_STDERR_FD = 5;
+
+/**
+ * Under bubblewrap the command first writes one byte to READY_FD (then closes it): bubblewrap can fail to
+ * set the sandbox up (a host mount vanishing while it is bound, e.g. a container's), and only this byte
+ * tells such a failure, which is safe to retry, from the command's own exit. With `swapStderr` it also
+ * takes its stderr from COMMAND_STDERR_FD, so bubblewrap's messages can be kept apart.
+ */
+function readyPrefix(ready: boolean, swapStderr: boolean): string {
+  if (!ready) return "";
+  const swap = swapStderr ? ` 2>&${COMMAND_STDERR_FD} ${COMMAND_STDERR_FD}>&-` : "";
+  return `printf . >&${READY_FD}; exec ${READY_FD}>&-${swap}; `;
+}
+
 // `exec "$@"` runs argv without any shell interpretation and reports a missing program as exit 127, the
-// same way with and without bubblewrap.
-function commandArgv(shell: string, command: DriverCommand | undefined): string[] {
+// same way with and without bubblewrap. A script runs through `eval` after `set --`, which behaves like
+// `sh -c script` (no positional parameters) without a second shell.
+function commandArgv(shell: string, command: DriverCommand | undefined, prefix: string): string[] {
   if (command === undefined) return [shell];
-  if ("shell" in command) return [shell, "-c", command.shell];
+  if ("shell" in command) {
+    return prefix === ""
+      ? [shell, "-c", command.shell]
+      : [shell, "-c", `${prefix}eval "set --; $1"`, "sh", command.shell];
+  }
   if (command.argv.length === 0) throw localError("Validation", "a command needs at least one word");
-  return [shell, "-c", 'exec "$@"', "sh", ...command.argv];
+  return [shell, "-c", `${prefix}exec "$@"`, "sh", ...command.argv];
 }
 
 function assertUser(user: string | undefined): void {
@@ -110,7 +134,23 @@ export function planLaunch(
     [SANDBOX_TAG_VARIABLE]: target.id,
     [COMMAND_TAG_VARIABLE]: input.tag,
   };
-  const argv = commandArgv(settings.shell, input.command);
+  const argv = commandArgv(
+    settings.shell,
+    input.command,
+    readyPrefix(bwrap && input.command !== undefined && input.readyFd === true, !input.foreground),
+  );
+  // Checked on the host for both modes (outside /workspace and /tmp the sandbox sees the host's files): a
+  // missing directory fails the command like `cd` would, instead of failing bubblewrap's setup.
+  const hostCwd = hostCwdWithoutIsolation(viewOf(target, { mode: "none", reason: "" }), input.cwd);
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(hostCwd).isDirectory();
+  } catch {
+    isDirectory = false;
+  }
+  if (!isDirectory) {
+    return { cwdProblem: `sbox: cannot change directory to ${input.cwd ?? hostCwd}: No such directory\n` };
+  }
   if (bwrap) {
     const args = bwrapArgs({
       bwrapPath: isolation.bwrapPath,
@@ -124,14 +164,5 @@ export function planLaunch(
     });
     return { file: isolation.bwrapPath, args: [...args, "--", ...argv], cwd: paths.workspace, env };
   }
-  const cwd = hostCwdWithoutIsolation(viewOf(target, isolation), input.cwd);
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(cwd).isDirectory();
-  } catch {
-    isDirectory = false;
-  }
-  if (!isDirectory)
-    return { cwdProblem: `sbox: cannot change directory to ${input.cwd ?? cwd}: No such directory\n` };
-  return { file: argv[0]!, args: argv.slice(1), cwd, env };
+  return { file: argv[0]!, args: argv.slice(1), cwd: hostCwd, env };
 }

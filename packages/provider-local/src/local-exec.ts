@@ -11,6 +11,8 @@ import { feedStdin } from "./local-stdin.js";
 
 /** How long a command killed with a catchable signal may take before its tree is killed outright. */
 const GRACEFUL_KILL_MS = 2_000;
+/** How often a command is started again when bubblewrap fails to set its sandbox up. */
+const SETUP_RETRIES = 4;
 /** After a command exits, how long its output pipes may stay open (held by leftovers) before those are killed. */
 const LEFTOVER_GRACE_MS = 25;
 
@@ -44,9 +46,28 @@ export async function runForeground(
   request: DriverExecRequest,
   output: DriverOutputCallbacks,
 ): Promise<DriverExit> {
-  throwIfAborted(request.signal, "exec");
+  let failure = "";
+  for (let attempt = 0; attempt <= SETUP_RETRIES; attempt++) {
+    throwIfAborted(request.signal, "exec");
+    const outcome = await runOnce(settings, isolation, target, request, output);
+    if (!("setupFailed" in outcome)) return outcome;
+    failure = outcome.setupFailed;
+    await new Promise((resolve) => setTimeout(resolve, 10 * (attempt + 1)));
+  }
+  throw localError("Provider", `bubblewrap could not set the sandbox up: ${failure.trim()}`);
+}
+
+/** One start of a command; `setupFailed` (bubblewrap's message) when the command never began. */
+async function runOnce(
+  settings: CommandSettings,
+  isolation: ResolvedIsolation,
+  target: CommandTarget,
+  request: DriverExecRequest,
+  output: DriverOutputCallbacks,
+): Promise<DriverExit | { setupFailed: string }> {
   const tag = newLocalId();
   const namespace = await namespaceForCommand(settings, isolation, target);
+  const watchReady = isolation.mode === "bwrap";
   let plan: ReturnType<typeof planLaunch>;
   try {
     plan = planLaunch(settings, isolation, target, {
@@ -56,6 +77,7 @@ export async function runForeground(
       user: request.user,
       tag,
       foreground: true,
+      readyFd: watchReady,
       pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
     });
   } catch (error) {
@@ -69,13 +91,15 @@ export async function runForeground(
   }
   const launch = plan;
   const treeTag = { name: COMMAND_TAG_VARIABLE, value: tag };
-  return new Promise<DriverExit>((resolve, reject) => {
+  return new Promise<DriverExit | { setupFailed: string }>((resolve, reject) => {
     let child: ChildProcessByStdio<Writable, Readable, Readable>;
     try {
       child = spawn(launch.file, launch.args, {
         cwd: launch.cwd,
         env: launch.env,
-        stdio: namespace === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", namespace],
+        stdio: watchReady
+          ? ["pipe", "pipe", "pipe", namespace ?? "ignore", "pipe"]
+          : ["pipe", "pipe", "pipe"],
         // Its own process group, so a kill reaches everything it forks.
         detached: true,
       }) as ChildProcessByStdio<Writable, Readable, Readable>;
@@ -87,6 +111,16 @@ export async function runForeground(
     let delivered: string | undefined;
     let killing: Promise<void> | undefined;
     let closeTimer: ReturnType<typeof setTimeout> | undefined;
+    // Until the command reports that it started, output can only be bubblewrap's: hold it back.
+    let ready = !watchReady;
+    const held: { stream: "out" | "err"; chunk: Buffer }[] = [];
+    const becomeReady = () => {
+      if (ready) return;
+      ready = true;
+      for (const { stream, chunk } of held) (stream === "out" ? output.onStdout : output.onStderr)(chunk);
+      held.length = 0;
+      feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+    };
 
     const killTree = (signal: string): Promise<void> => {
       delivered = signal;
@@ -119,14 +153,25 @@ export async function runForeground(
         void (killing ?? Promise.resolve()).then(() => reject(abortErrorOf(request.signal, "exec")));
         return;
       }
+      if (!ready) {
+        resolve({ setupFailed: Buffer.concat(held.map((h) => h.chunk)).toString("utf8") });
+        return;
+      }
       resolve(exit ?? { exitCode: 1 });
     };
 
     child.on("error", (error) => {
       finish(localError("Provider", `could not start the command (${launch.file}): ${error.message}`, error));
     });
-    child.stdout.on("data", (chunk: Buffer) => output.onStdout(chunk));
-    child.stderr.on("data", (chunk: Buffer) => output.onStderr(chunk));
+    const readyPipe = watchReady ? (child.stdio[4] as Readable | null) : null;
+    readyPipe?.on("data", becomeReady);
+    readyPipe?.on("error", () => {});
+    child.stdout.on("data", (chunk: Buffer) =>
+      ready ? output.onStdout(chunk) : held.push({ stream: "out", chunk }),
+    );
+    child.stderr.on("data", (chunk: Buffer) =>
+      ready ? output.onStderr(chunk) : held.push({ stream: "err", chunk }),
+    );
     child.on("exit", (code, signal) => {
       exit = exitOf(code, signal, delivered);
       // Pipes still open after the exit are held by leftover background children: kill them so close comes.
@@ -145,6 +190,7 @@ export async function runForeground(
     child.on("close", () => finish());
     request.signal.addEventListener("abort", onAbort, { once: true });
     if (request.signal.aborted) onAbort();
-    feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+    if (ready) feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+    else child.stdin.on("error", () => {});
   });
 }

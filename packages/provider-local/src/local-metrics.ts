@@ -54,22 +54,20 @@ export async function sandboxMetrics(
   const diskPromise = diskUsage(sandboxDir);
   if (first.length > 0) {
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, SAMPLE_MS);
-      signal.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, SAMPLE_MS);
+      signal.addEventListener("abort", done, { once: true });
     });
   }
   const second = first.length > 0 ? await findTaggedProcesses(SANDBOX_TAG_VARIABLE, sandboxId) : [];
   const elapsedSeconds = (performance.now() - started) / 1000;
   let ticks = 0;
-  for (const proc of second)
-    ticks += proc.cpuTicks - (ticksBefore.get(`${proc.pid}:${proc.startTime}`) ?? proc.cpuTicks);
+  // A process missing from the first sample started during the window: all its CPU time falls inside it.
+  for (const proc of second) ticks += proc.cpuTicks - (ticksBefore.get(`${proc.pid}:${proc.startTime}`) ?? 0);
   const memory = await Promise.all(second.map((proc) => rssBytes(proc.pid)));
   return {
     cpuPercent:

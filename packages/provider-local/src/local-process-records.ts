@@ -24,6 +24,10 @@ export interface ProcessFiles {
   readonly meta: string;
   readonly stdout: string;
   readonly stderr: string;
+  /** Created by the wrapper once it holds the command's stdin open. */
+  readonly opened: string;
+  /** Non-empty once the command started inside bubblewrap. */
+  readonly ready: string;
   /** FIFO the command reads its stdin from. */
   readonly stdin: string;
   /** Written by the wrapper when the command ends: its exit code. */
@@ -41,6 +45,8 @@ export function processFiles(procsDir: string, token: string): ProcessFiles {
     stdout: join(dir, "stdout"),
     stderr: join(dir, "stderr"),
     stdin: join(dir, "stdin"),
+    ready: join(dir, "ready"),
+    opened: join(dir, "opened"),
     exit: join(dir, "exit"),
     killed: join(dir, "killed"),
   };

@@ -90,6 +90,29 @@ describe.each(MODES)("background processes (%s)", (mode) => {
     expect(live.io.out.stdout).toBe("got a\ngot b\neof\n");
   });
 
+  it("delivers stdin given at spawn, and an immediate closeStdin, however fast the command starts", async () => {
+    for (let i = 0; i < 5; i++) {
+      const fresh = await provider.doCreate({}, call());
+      const given = collector();
+      const withBytes = await provider.doSpawn!(fresh, {
+        command: { shell: "cat" },
+        stdin: new TextEncoder().encode(`bytes ${i}\n`),
+        signal: new AbortController().signal,
+        ...given,
+      });
+      const closed = await provider.doSpawn!(fresh, {
+        command: { shell: "cat; echo eof" },
+        signal: new AbortController().signal,
+        ...collector(),
+      });
+      await closed.closeStdin!();
+      expect(await withBytes.wait()).toEqual({ exitCode: 0 });
+      expect(given.out.stdout).toBe(`bytes ${i}\n`);
+      expect(await closed.wait()).toEqual({ exitCode: 0 });
+      await provider.doDestroy(fresh, call());
+    }
+  });
+
   it("kills with a catchable signal through the wrapper and reports it", async () => {
     const { started } = spawn("sleep 30");
     const proc = await started;

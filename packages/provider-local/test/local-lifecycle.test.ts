@@ -235,12 +235,18 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     const idle = await provider.doMetrics!(sandbox, call());
     expect(idle.at).toBeInstanceOf(Date);
     await run(provider, sandbox, "head -c 3000000 /dev/zero > blob");
+    let spinning = false;
     const proc = await provider.doSpawn!(sandbox, {
-      command: { shell: "while :; do :; done" },
+      command: { shell: "echo spinning; while :; do :; done" },
       signal: new AbortController().signal,
-      onStdout: () => {},
+      onStdout: (chunk) => {
+        spinning ||= Buffer.from(chunk as Uint8Array)
+          .toString()
+          .includes("spinning");
+      },
       onStderr: () => {},
     });
+    expect(await eventually(() => spinning)).toBe(true);
     const busy = await provider.doMetrics!(sandbox, call());
     expect(busy.cpuPercent!).toBeGreaterThan(20);
     expect(busy.memoryBytes!).toBeGreaterThan(100_000);
