@@ -39,6 +39,42 @@ export function hostRootEntries(): readonly RootEntry[] {
   return entries;
 }
 
+/** Directories under /run that hold container and session daemons' control sockets: hidden entirely. */
+const MASKED_RUN_DIRECTORIES = ["docker", "containerd", "podman", "crio", "libpod", "user"];
+/** Control sockets of system daemons below /run that are not in a masked directory. */
+const MASKED_RUN_SOCKETS = ["dbus/system_bus_socket", "systemd/private"];
+
+/**
+ * Host daemon sockets the sandbox must not reach: a read-only bind does not stop `connect()`, and the Docker
+ * socket alone would hand a command the whole host. Every socket directly in /run, a few well-known ones
+ * below it, and the directories of container runtimes are masked. /run is read for every command (a
+ * directory listing, well under a millisecond), as daemons come and go. Sockets elsewhere, and abstract
+ * sockets while the host network is shared, stay reachable.
+ */
+export function hostSocketMasks(): readonly { kind: "dir" | "socket"; path: string }[] {
+  const value: { kind: "dir" | "socket"; path: string }[] = [];
+  const add = (path: string) => {
+    try {
+      const info = lstatSync(path);
+      if (info.isSocket()) value.push({ kind: "socket", path });
+      else if (info.isDirectory() && MASKED_RUN_DIRECTORIES.some((name) => path === `/run/${name}`)) {
+        value.push({ kind: "dir", path });
+      }
+    } catch {
+      // absent
+    }
+  };
+  try {
+    if (lstatSync("/run").isDirectory()) {
+      for (const name of readdirSync("/run").sort()) add(`/run/${name}`);
+      for (const relative of MASKED_RUN_SOCKETS) add(`/run/${relative}`);
+    }
+  } catch {
+    // no /run
+  }
+  return value;
+}
+
 function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
@@ -114,6 +150,12 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   for (const entry of hostRootEntries()) {
     if (entry.kind === "symlink") args.push("--symlink", entry.target, entry.path);
     else args.push("--ro-bind", entry.path, entry.path);
+  }
+  if (hostRootEntries().some((entry) => entry.path === "/run" && entry.kind === "bind")) {
+    for (const mask of hostSocketMasks()) {
+      if (mask.kind === "dir") args.push("--tmpfs", mask.path);
+      else args.push("--ro-bind", "/dev/null", mask.path);
+    }
   }
   for (const path of plan.hide) args.push("--tmpfs", path);
   args.push("--proc", "/proc", "--dev", "/dev");

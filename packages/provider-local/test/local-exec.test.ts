@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { DriverSandbox } from "@sbox/core/spec";
 import { SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -302,6 +302,28 @@ describe("bubblewrap isolation", () => {
       expect(seen.stdout).toBe("alive\nkilled\n");
     },
   );
+
+  it.runIf(process.getuid?.() === 0)("cannot connect to daemon sockets under /run", async () => {
+    const { createServer } = await import("node:net");
+    const path = `/run/sbox-test-${process.pid}-${Date.now()}.sock`;
+    const server = createServer((socket) => socket.end("daemon answered"));
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    try {
+      const probe = (target: string) =>
+        run(
+          provider,
+          sandbox,
+          `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(64).decode())" '${target}' 2>&1 | tail -1`,
+        );
+      const result = await probe(path);
+      expect(result.stdout).not.toContain("daemon answered");
+      expect(result.stdout).toMatch(/refused|denied|No such/i);
+      if (existsSync("/run/docker.sock"))
+        expect((await probe("/run/docker.sock")).stdout).toMatch(/refused|denied/i);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 
   it("hides the state root, so other sandboxes' files are not readable", async () => {
     // A root outside /tmp: under /tmp it would be hidden by the private /tmp anyway, proving nothing.
