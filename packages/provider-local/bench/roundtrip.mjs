@@ -1,12 +1,23 @@
 // Benchmark (not a test): the median round trip of `commands.run("true")` through the sbox client and the
-// local provider, against a plain `child_process.spawn("true")` (and, with bubblewrap, against a bare
-// `bwrap ... true` with the same mounts) measured in the same run, interleaved. Prints ratios.
+// local provider, against a plain `child_process.spawn("true")` that reads the output pipes to their end
+// (what a caller does to get a command's output, which run() returns), and, with bubblewrap, against a bare
+// `bwrap <the provider's own arguments> sh -c true` (a string command runs in a shell). Measured in the same
+// run, interleaved. Prints ratios.
 //
 //   pnpm --filter @sbox/provider-local build && node packages/provider-local/bench/roundtrip.mjs
 //
 // ROUNDS (default 300) sets the number of measured rounds per variant.
 import { spawn } from "node:child_process";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSandboxClient } from "@sbox/core";
@@ -21,38 +32,62 @@ function median(values) {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-function timeSpawn(file, args) {
+function timeSpawn(file, args, extraFd) {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: "ignore" });
+    const stdio = ["pipe", "pipe", "pipe"];
+    if (extraFd !== undefined) stdio.push(extraFd);
+    const child = spawn(file, args, { stdio });
     child.on("error", reject);
-    child.on("exit", () => resolve(performance.now() - started));
+    child.stdout.on("data", () => {});
+    child.stderr.on("data", () => {});
+    child.stdin.end();
+    child.on("close", () => resolve(performance.now() - started));
   });
 }
 
-/** The mounts the provider uses: every top-level host entry read-only, private /tmp and /workspace. */
-function bareBwrapArgs(workspace, tmp) {
-  const args = [];
-  for (const name of readdirSync("/").sort()) {
-    if (["proc", "dev", "tmp", "workspace"].includes(name)) continue;
-    const path = `/${name}`;
-    if (lstatSync(path).isSymbolicLink()) args.push("--symlink", readlinkSync(path), path);
-    else args.push("--ro-bind", path, path);
+/**
+ * The exact bubblewrap arguments the provider uses for a command in the sandbox: read from /proc while a
+ * `sleep` runs there, with the command replaced by `sh -c true`.
+ */
+async function providerBwrapArgs(sandbox, id) {
+  const running = sandbox.commands.run("sleep 2");
+  try {
+    for (let i = 0; i < 100; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const name of readdirSync("/proc")) {
+        if (!/^\d+$/.test(name)) continue;
+        try {
+          if (!readlinkSync(`/proc/${name}/exe`).endsWith("/bwrap")) continue;
+          const environ = readFileSync(`/proc/${name}/environ`, "utf8");
+          if (
+            !environ.includes(`SBOX_LOCAL_SANDBOX=${id}\0`) ||
+            environ.includes("SBOX_LOCAL_COMMAND=holder-")
+          )
+            continue;
+          const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").slice(1, -1);
+          return {
+            file: readlinkSync(`/proc/${name}/exe`),
+            args: [...argv.slice(0, argv.indexOf("--") + 1), "true"],
+          };
+        } catch {
+          // gone, or not ours
+        }
+      }
+    }
+    throw new Error("no bubblewrap process of the sandbox was seen");
+  } finally {
+    await running;
   }
-  args.push("--proc", "/proc", "--dev", "/dev", "--bind", tmp, "/tmp", "--bind", workspace, "/workspace");
-  args.push("--unshare-pid", "--die-with-parent");
-  if (process.getuid?.() === 0) args.push("--cap-drop", "ALL");
-  args.push("--chdir", "/workspace", "--", "true");
-  return args;
 }
 
 async function measure(isolation, root) {
   const client = createSandboxClient({ provider: local({ root, isolation }) });
   const sandbox = await client.create();
-  const scratch = mkdtempSync(join(tmpdir(), "sbox-bench-bare-"));
-  mkdirSync(join(scratch, "w"));
-  mkdirSync(join(scratch, "t"));
-  const bare = bareBwrapArgs(join(scratch, "w"), join(scratch, "t"));
+  const id = sandbox.id.slice("local:".length);
+  const bare = isolation === "bwrap" ? await providerBwrapArgs(sandbox, id) : undefined;
+  // As root the provider joins the sandbox's PID namespace through fd 3; the bare run gets the same fd.
+  const holderFile = join(root, id, "holder.json");
   const samples = { run: [], spawn: [], bwrap: [] };
   try {
     for (let i = 0; i < WARMUP + ROUNDS; i++) {
@@ -62,7 +97,16 @@ async function measure(isolation, root) {
       const run = performance.now() - t0;
       if (result.exitCode !== 0) throw new Error(`true exited ${result.exitCode}`);
       const plain = await timeSpawn("true", []);
-      const wrapped = isolation === "bwrap" ? await timeSpawn("bwrap", bare) : 0;
+      let wrapped = 0;
+      if (bare) {
+        const holder = existsSync(holderFile) ? JSON.parse(readFileSync(holderFile, "utf8")).pid : undefined;
+        const fd = holder === undefined ? undefined : openSync(`/proc/${holder}/ns/pid`, "r");
+        try {
+          wrapped = await timeSpawn(bare.file, bare.args, fd);
+        } finally {
+          if (fd !== undefined) closeSync(fd);
+        }
+      }
       if (keep) {
         samples.run.push(run);
         samples.spawn.push(plain);
@@ -72,7 +116,6 @@ async function measure(isolation, root) {
   } finally {
     await sandbox.destroy();
     await client.dispose();
-    rmSync(scratch, { recursive: true, force: true });
   }
   return { run: median(samples.run), spawn: median(samples.spawn), bwrap: median(samples.bwrap) };
 }

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { close as closeFd, open as openFd } from "node:fs";
-import { mkdir, readFile, readlink, rm, stat } from "node:fs/promises";
+import { close as closeFd, openSync, readFileSync } from "node:fs";
+import { mkdir, readlink, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { bwrapArgs, runningAsRoot } from "./local-bwrap.js";
 import type { CommandSettings, CommandTarget } from "./local-command.js";
@@ -10,7 +10,6 @@ import type { ResolvedIsolation } from "./local-isolation.js";
 import {
   COMMAND_TAG_VARIABLE,
   findTaggedProcesses,
-  isProcessAlive,
   readProcStat,
   SANDBOX_TAG_VARIABLE,
 } from "./local-procfs.js";
@@ -35,18 +34,28 @@ export function sharesPidNamespace(isolation: ResolvedIsolation): boolean {
   return isolation.mode === "bwrap" && runningAsRoot();
 }
 
-async function readHolder(path: string): Promise<HolderRecord | undefined> {
+function readHolder(path: string): HolderRecord | undefined {
   try {
-    const parsed = JSON.parse(await readFile(path, "utf8")) as HolderRecord;
+    const parsed = JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
     return Number.isInteger(parsed.pid) && Number.isInteger(parsed.startTime) ? parsed : undefined;
   } catch {
     return undefined;
   }
 }
 
+// Synchronous, like the record: two tiny reads on every command.
 async function liveHolder(path: string): Promise<number | undefined> {
-  const holder = await readHolder(path);
-  return holder && (await isProcessAlive(holder.pid, holder.startTime)) ? holder.pid : undefined;
+  const holder = readHolder(path);
+  if (!holder) return undefined;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${holder.pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const alive = fields[0] !== "Z" && fields[0] !== "X" && Number(fields[19]) === holder.startTime;
+  return alive ? holder.pid : undefined;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -153,9 +162,7 @@ export async function openSandboxNamespace(
   for (let attempt = 0; ; attempt++) {
     const pid = await ensureSandboxNamespace(settings, isolation, target);
     try {
-      return await new Promise<number>((resolve, reject) =>
-        openFd(`/proc/${pid}/ns/pid`, "r", (error, fd) => (error ? reject(error) : resolve(fd))),
-      );
+      return openSync(`/proc/${pid}/ns/pid`, "r");
     } catch (error) {
       if (attempt >= 1) throw localError("Provider", "cannot open the sandbox's PID namespace", error);
     }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { chmod, lstat, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { lstatSync, readFileSync } from "node:fs";
+import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxState } from "@sbox/core/spec";
 import { localError } from "./local-errors.js";
@@ -109,8 +110,9 @@ function isRecord(value: unknown, id: string): value is LocalSandboxRecord {
  */
 export async function readRecord(paths: LocalSandboxPaths, id: string): Promise<LocalSandboxRecord> {
   const notFound = () => localError("NotFound", `no local sandbox ${id}`);
+  // Synchronous: a few hundred bytes read on every call; a thread-pool round trip would cost more than the read.
   try {
-    const info = await lstat(paths.dir);
+    const info = lstatSync(paths.dir);
     if (!info.isDirectory()) throw notFound();
   } catch (error) {
     if ((error as { code?: string }).code === "ENOENT" || (error as { code?: string }).code === "ENOTDIR")
@@ -119,7 +121,7 @@ export async function readRecord(paths: LocalSandboxPaths, id: string): Promise<
   }
   let text: string;
   try {
-    text = await readFile(paths.record, "utf8");
+    text = readFileSync(paths.record, "utf8");
   } catch (error) {
     // A directory without a record is a sandbox being created or destroyed right now.
     if ((error as { code?: string }).code === "ENOENT") throw notFound();
