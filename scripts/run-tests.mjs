@@ -10,6 +10,9 @@ const root = resolve(import.meta.dirname, "..");
 const reportDir = join(root, ".test-reports");
 rmSync(reportDir, { recursive: true, force: true });
 mkdirSync(reportDir, { recursive: true });
+// Every conformance suite writes its JSON report here; the matrix is built from them at the end.
+const conformanceDir = join(reportDir, "conformance");
+process.env.SBOX_CONFORMANCE_REPORT_DIR = conformanceDir;
 
 const only = process.argv.slice(2);
 const packages = [];

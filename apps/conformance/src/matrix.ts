@@ -1,13 +1,17 @@
 /**
  * `pnpm --filter @sbox/conformance-app run matrix [--readme] [--targets a,b] [--cases prefix,...]
- *  [--report path] [--matrix path] [--allow-failures]`
+ *  [--report path] [--matrix path] [--allow-failures] [--from-reports dir]`
+ *
+ * With `--from-reports DIR` it runs nothing and builds the report and matrix from the JSON reports the
+ * providers' own conformance tests wrote there (`SBOX_CONFORMANCE_REPORT_DIR`): how CI gets the matrix
+ * without running the kit twice.
  *
  * Runs the conformance kit against every provider of this workspace that can run here, as declared and
  * primitives-only, writes the JSON report and the Markdown matrix, and (with --readme) rewrites the block
  * between the conformance-matrix markers of the root README. Exits 1 when a case failed, unless
  * --allow-failures.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -27,6 +31,7 @@ const { values } = parseArgs({
     report: { type: "string" },
     matrix: { type: "string" },
     "allow-failures": { type: "boolean", default: false },
+    "from-reports": { type: "string" },
   },
 });
 
@@ -62,6 +67,7 @@ for (const target of CONFORMANCE_TARGETS) {
     log(`- ${target.id}: SKIPPED (set ${missingEnv.join(", ")})`);
     continue;
   }
+  if (values["from-reports"]) continue;
   if (!pkg.built || !pkg.entry) {
     skipped.push({ target: target.id, reason: `${pkg.name} is not built (run pnpm build first)` });
     log(`- ${target.id}: SKIPPED (${pkg.name} not built)`);
@@ -79,6 +85,17 @@ for (const target of CONFORMANCE_TARGETS) {
   } finally {
     target.cleanup?.();
   }
+}
+
+if (values["from-reports"]) {
+  const directory = resolve(values["from-reports"]);
+  const files = readdirSync(directory)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
+  for (const file of files) runs.push(JSON.parse(readFileSync(join(directory, file), "utf8")) as MatrixRun);
+  runs.sort((a, b) => a.target.localeCompare(b.target) || a.report.mode.localeCompare(b.report.mode));
+  log(`read ${runs.length} conformance report(s) from ${directory}`);
+  if (runs.length === 0) process.exitCode = 1;
 }
 
 async function runTarget(target: ConformanceTarget, module: ProviderModule): Promise<void> {

@@ -8,6 +8,10 @@ import { minimalShProvider } from "../src/index.js";
 const root = mkdtempSync(join(tmpdir(), "sbox-minimal-sh-conformance-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-runConformance({ provider: () => minimalShProvider({ root }) });
+runConformance({ provider: () => minimalShProvider({ root }), label: "minimal-sh (example)" });
 // The same cases with every emulatable driver method hidden: the core's exit-code marker (E2) runs too.
-runConformance({ provider: () => minimalShProvider({ root }), primitivesOnly: true });
+runConformance({
+  provider: () => minimalShProvider({ root }),
+  primitivesOnly: true,
+  label: "minimal-sh (example)",
+});

@@ -30,6 +30,11 @@ export interface ConformanceOptions {
    * `127.0.0.1` (no network namespace), `host.docker.internal`, and the sandbox's default gateway.
    */
   hostAddresses?: readonly string[] | undefined;
+  /**
+   * Names this target in reports and the matrix when one provider runs in several set-ups, e.g.
+   * `"local (bwrap)"` and `"local (none)"`; defaults to the provider's name.
+   */
+  label?: string | undefined;
   /** Further cases of your own, run after the kit's. */
   extraCases?: readonly ConformanceCase[] | undefined;
 }

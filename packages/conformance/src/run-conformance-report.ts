@@ -1,6 +1,6 @@
 import type { ConformanceOptions } from "./conformance-options.js";
 import type { CaseReport, ConformanceReport } from "./conformance-report.js";
-import { createConformanceRun } from "./conformance-run.js";
+import { type ConformanceRun, createConformanceRun } from "./conformance-run.js";
 
 function withUnhandled(report: CaseReport, reasons: readonly unknown[]): CaseReport {
   const detail = reasons.map((r) => (r instanceof Error ? `${r.name}: ${r.message}` : String(r))).join("; ");
@@ -48,18 +48,28 @@ export async function runConformanceReport(
     leaked = (await run.finish()).leaked;
     process.off("unhandledRejection", onUnhandled);
   }
+  return assembleReport(run, cases, leaked, started);
+}
+
+/** The JSON report of a finished run: its cases in plan order, the leak check, and the totals. */
+export function assembleReport(
+  run: ConformanceRun,
+  cases: readonly CaseReport[],
+  leaked: readonly string[],
+  startedMs: number,
+): ConformanceReport {
   const count = (status: CaseReport["status"]) => cases.filter((c) => c.status === status).length;
   return {
     provider: run.providerName,
     mode: run.mode,
     runId: run.runId,
-    startedAt: new Date(started).toISOString(),
-    durationMs: Date.now() - started,
+    startedAt: new Date(startedMs).toISOString(),
+    durationMs: Date.now() - startedMs,
     declared: run.declared,
     effective: run.capabilities.map,
     flags: run.capabilities.flags,
-    cases,
-    leaked,
+    cases: [...cases],
+    leaked: [...leaked],
     summary: {
       passed: count("passed"),
       failed: count("failed"),

@@ -9,9 +9,20 @@
  * runConformance({ provider: () => myProvider() });
  * ```
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, describe, it } from "vitest";
 import type { ConformanceOptions } from "./conformance-options.js";
+import type { CaseReport } from "./conformance-report.js";
 import { createConformanceRun } from "./conformance-run.js";
+import { assembleReport } from "./run-conformance-report.js";
+
+/**
+ * When this environment variable names a directory, every `runConformance` suite writes its JSON report
+ * there (`{ target, report }`), so CI can build the conformance matrix from the test run itself instead of
+ * running the kit a second time (`apps/conformance --from-reports DIR`).
+ */
+export const REPORT_DIR_ENV = "SBOX_CONFORMANCE_REPORT_DIR";
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** Room for cleanup after a case's own time limit. */
@@ -24,9 +35,25 @@ const CLEANUP_MARGIN_MS = 75_000;
  */
 export function runConformance(options: ConformanceOptions): void {
   const run = createConformanceRun(options);
+  const started = Date.now();
+  const reports = new Map<string, CaseReport>();
   describe(`@sbox/conformance: ${run.providerName} (${run.mode})`, () => {
     afterAll(async () => {
-      await run.finish();
+      const { leaked } = await run.finish();
+      const directory = process.env[REPORT_DIR_ENV];
+      if (!directory) return;
+      // Cases that did not run (skipped, excluded) resolve at once with their reason.
+      const cases: CaseReport[] = [];
+      for (const planned of run.plan)
+        cases.push(reports.get(planned.case.id) ?? (await run.runCase(planned.case.id)));
+      const report = assembleReport(run, cases, leaked, started);
+      mkdirSync(directory, { recursive: true });
+      const target = options.label ?? run.providerName;
+      const file = join(
+        directory,
+        `${target.replace(/[^A-Za-z0-9._-]+/g, "_")}.${run.mode}.${run.runId}.json`,
+      );
+      writeFileSync(file, `${JSON.stringify({ target, report }, null, 2)}\n`);
     }, CLEANUP_MARGIN_MS * 2);
     for (const planned of run.plan) {
       const { id } = planned.case;
@@ -39,6 +66,7 @@ export function runConformance(options: ConformanceOptions): void {
         `${id}: ${planned.case.title}`,
         async (context) => {
           const report = await run.runCase(id);
+          reports.set(id, report);
           if (report.status === "failed") throw new Error(report.reason ?? `${id}: failed`);
           if (report.status === "skipped") context.skip(report.reason);
         },

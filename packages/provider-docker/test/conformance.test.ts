@@ -48,12 +48,23 @@ if (ENGINE.ok) {
   ensureTestImage();
   const labels = { [RUN_LABEL]: RUN_ID };
   const provider = () => docker({ image: TEST_IMAGE, labels });
-  runConformance({ provider, exclude, fixtures: { volume: VOLUME } });
-  runConformance({ provider, exclude, fixtures: { volume: VOLUME }, primitivesOnly: true });
+  runConformance({ provider, exclude, fixtures: { volume: VOLUME }, label: "docker (busybox)" });
+  runConformance({
+    provider,
+    exclude,
+    fixtures: { volume: VOLUME },
+    primitivesOnly: true,
+    label: "docker (busybox)",
+  });
   if (egressImage) {
     const debian = () => docker({ image: EGRESS_IMAGE, labels });
-    runConformance({ provider: debian, only: EGRESS_CASES });
-    runConformance({ provider: debian, only: EGRESS_CASES, primitivesOnly: true });
+    runConformance({ provider: debian, only: EGRESS_CASES, label: "docker (debian, egress)" });
+    runConformance({
+      provider: debian,
+      only: EGRESS_CASES,
+      primitivesOnly: true,
+      label: "docker (debian, egress)",
+    });
   }
 }
 

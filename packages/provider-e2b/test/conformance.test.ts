@@ -30,5 +30,10 @@ export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {
   "network.egress.allow-list": "the test server records egress rules but runs commands on the host network",
 };
 
-runConformance({ provider, exclude: TEST_SERVER_EXCLUDES });
-runConformance({ provider, exclude: TEST_SERVER_EXCLUDES, primitivesOnly: true });
+runConformance({ provider, exclude: TEST_SERVER_EXCLUDES, label: "e2b (local test server)" });
+runConformance({
+  provider,
+  exclude: TEST_SERVER_EXCLUDES,
+  primitivesOnly: true,
+  label: "e2b (local test server)",
+});

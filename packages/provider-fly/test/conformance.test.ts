@@ -12,8 +12,13 @@ import { testProvider } from "./fly-test-env.js";
 const server = await startFlyMachinesTestServer();
 const provider = () => testProvider(server);
 
-runConformance({ provider, fixtures: { region: "fra" } });
-runConformance({ provider, fixtures: { region: "fra" }, primitivesOnly: true });
+runConformance({ provider, fixtures: { region: "fra" }, label: "fly (local test server)" });
+runConformance({
+  provider,
+  fixtures: { region: "fra" },
+  primitivesOnly: true,
+  label: "fly (local test server)",
+});
 
 describe("fly conformance cleanup", () => {
   afterAll(async () => {

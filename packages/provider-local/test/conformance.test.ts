@@ -16,6 +16,7 @@ for (const isolation of ["bwrap", "none"] as const) {
     runConformance({
       provider: () => local({ root: join(root, isolation), isolation }),
       primitivesOnly,
+      label: isolation === "bwrap" ? "local (bwrap)" : "local (no isolation)",
       ...(only ? { only } : {}),
     });
   }

@@ -49,7 +49,8 @@ export function createProviderRuntime(
 
   // The exec primitive under the effective flags: in primitives-only mode E1/E2 run even if the provider
   // could do without them.
-  const execProvider: SandboxProvider = { ...provider, flags };
+  // Object.create keeps prototype methods of class-based providers, which a spread would drop.
+  const execProvider: SandboxProvider = Object.assign(Object.create(provider) as SandboxProvider, { flags });
   const emulation: EmulationContext = {
     provider: provider.name,
     exec: createShellExec(execProvider),
