@@ -68,7 +68,7 @@ async function providerBwrapArgs(sandbox, id) {
           const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").slice(1, -1);
           return {
             file: readlinkSync(`/proc/${name}/exe`),
-            args: [...argv.slice(0, argv.indexOf("--") + 1), "true"],
+            args: [...argv.slice(0, argv.indexOf("--") + 1), "/bin/sh", "-c", "true"],
           };
         } catch {
           // gone, or not ours

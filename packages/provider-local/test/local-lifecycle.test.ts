@@ -96,6 +96,39 @@ describe("state root and ids", () => {
     expect(existsSync(`${state.home}/spec`) ? readdirSync(`${state.home}/spec`) : []).toEqual([]);
   });
 
+  it('"auto" uses bubblewrap when it works, and falls back to none with one warning when it does not', async () => {
+    const auto = local({ root: `${state.home}/auto` });
+    const isolated = await auto.doCreate({}, call());
+    expect(((await auto.doGetInfo(isolated, call())).raw as { isolation: string }).isolation).toBe("bwrap");
+    await auto.doDestroy(isolated, call());
+    const warnings: string[] = [];
+    const listener = (warning: Error & { code?: string }) => {
+      if (warning.code === "SBOX_LOCAL_NO_ISOLATION") warnings.push(warning.message);
+    };
+    process.on("warning", listener);
+    try {
+      const fallback = local({ root: `${state.home}/auto`, bwrapPath: "/nonexistent/bwrap" });
+      const unisolated = await fallback.doCreate({}, call());
+      const again = local({ root: `${state.home}/auto`, bwrapPath: "/nonexistent/bwrap" });
+      const raw = (await again.doGetInfo(unisolated, call())).raw as {
+        isolation: string;
+        isolationReason: string;
+      };
+      expect(raw.isolation).toBe("none");
+      expect(raw.isolationReason).toContain("not found");
+      // Blocking egress needs a network namespace: refused at runtime, with the reason.
+      const error = await fallback.doSetEgress!(unisolated, "block-all", call()).catch((e: unknown) => e);
+      expect(SandboxError.isInstance(error) && error.code).toBe("NotSupported");
+      expect((error as Error).message).toContain("without isolation");
+      await fallback.doDestroy(unisolated, call());
+      await new Promise((resolve) => setImmediate(resolve));
+      // Two providers fell back, one warning line: it is emitted once per process.
+      expect(warnings).toHaveLength(1);
+    } finally {
+      process.off("warning", listener);
+    }
+  });
+
   it("fails clearly when bubblewrap is required but missing", async () => {
     const provider = local({
       root: `${state.home}/nobwrap`,
