@@ -9,6 +9,14 @@ export type ResolvedIsolation =
   | { readonly mode: "none"; readonly bwrapPath?: undefined; readonly reason: string };
 
 let warned = false;
+const probes = new Map<string, string | undefined>();
+
+/** One probe per bubblewrap and shell per process: every provider instance (a second client too) shares it. */
+function probeOnce(bwrapPath: string, shell: string): string | undefined {
+  const key = `${bwrapPath}\0${shell}`;
+  if (!probes.has(key)) probes.set(key, probeBwrap(bwrapPath, shell));
+  return probes.get(key);
+}
 
 /**
  * Decides the isolation once, on first use (never at import): `bwrap` needs a working bubblewrap and fails
@@ -21,7 +29,7 @@ export function resolveIsolation(
   if (requested === "none") return { mode: "none", reason: 'isolation: "none" was requested' };
   const found = locateBwrap(options.bwrapPath);
   const problem = found
-    ? probeBwrap(found, options.shell)
+    ? probeOnce(found, options.shell)
     : `bubblewrap (bwrap) was not found${options.bwrapPath ? ` at ${options.bwrapPath}` : " on PATH or at /usr/bin/bwrap"}`;
   // The real path: processes are recognized as bubblewrap by /proc/<pid>/exe, which is always resolved.
   if (found && problem === undefined) return { mode: "bwrap", bwrapPath: realpathSync(found) };

@@ -1,3 +1,8 @@
+/**
+ * The conformance kit against the local provider in four set-ups: with bubblewrap and without isolation,
+ * each as declared and primitives-only (every emulatable driver method hidden, so the core's emulations run
+ * on real host processes). No case is excluded. `SBOX_CONFORMANCE_ONLY=files,exec` narrows a local run.
+ */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -5,7 +10,7 @@ import { runConformance } from "@sbox/conformance/vitest";
 import { afterAll } from "vitest";
 import { local } from "../src/index.js";
 
-// One state root for every mode; each conformance run checks that it leaves no sandbox behind.
+// One state root for every set-up; each conformance run checks that it leaves no sandbox behind.
 const root = mkdtempSync(join(tmpdir(), "sbox-local-conformance-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -16,7 +21,7 @@ for (const isolation of ["bwrap", "none"] as const) {
     runConformance({
       provider: () => local({ root: join(root, isolation), isolation }),
       primitivesOnly,
-      label: isolation === "bwrap" ? "local (bwrap)" : "local (no isolation)",
+      label: `local (${isolation})`,
       ...(only ? { only } : {}),
     });
   }
