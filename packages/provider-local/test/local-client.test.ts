@@ -72,6 +72,46 @@ describe.each(["bwrap", "none"] as const)("through createSandboxClient (%s)", (i
     await sandbox.destroy();
   });
 
+  it("handle.kill() of a command that forked a thousand children leaves no process behind", async () => {
+    const sandbox = await client.create();
+    const mark = `${62000 + Math.floor(Math.random() * 999)}.5`;
+    const handle = sandbox.commands.run(
+      `i=0; while [ $i -lt 1000 ]; do sleep ${mark} & i=$((i+1)); done; echo forked; wait`,
+    );
+    expect(
+      await eventually(async () => (await processesWithMarker(`sleep\0${mark}`)).length === 1000, 60_000),
+    ).toBe(true);
+    await handle.kill();
+    const result = await handle;
+    expect(result.signal).toBe("SIGKILL");
+    expect(await processesWithMarker(`sleep\0${mark}`)).toEqual([]);
+    await sandbox.destroy();
+  });
+
+  it("streams 100 MB through run() callbacks with bounded memory when output is not collected", async () => {
+    const sandbox = await client.create();
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 20);
+    let characters = 0;
+    try {
+      const result = await sandbox.commands.run("head -c 100000000 /dev/zero | tr '\\0' a", {
+        collectOutput: false,
+        onStdout: (chunk) => {
+          characters += chunk.length;
+        },
+      });
+      expect(result.exitCode).toBe(0);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(characters).toBe(100_000_000);
+    expect(peak - before).toBeLessThan(60 * 1024 * 1024);
+    await sandbox.destroy();
+  });
+
   it("spawned processes are listed, re-attached and killed through the facade", async () => {
     const sandbox = await client.create();
     const proc = await sandbox.commands.spawn("echo up; sleep 30");
