@@ -281,7 +281,9 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     });
     expect(await eventually(() => spinning)).toBe(true);
     const busy = await provider.doMetrics!(sandbox, call());
-    expect(busy.cpuPercent!).toBeGreaterThan(20);
+    // A spinning loop on a shared, loaded machine may get little CPU; an idle sandbox gets none.
+    expect(busy.cpuPercent!).toBeGreaterThan(2);
+    expect(idle.cpuPercent ?? 0).toBeLessThan(busy.cpuPercent!);
     expect(busy.memoryBytes!).toBeGreaterThan(100_000);
     expect(busy.diskBytes!).toBeGreaterThanOrEqual(3_000_000);
     await proc.kill();
