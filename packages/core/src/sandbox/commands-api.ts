@@ -85,9 +85,12 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
    */
   const prepare = (command: DriverCommand, options: RunOptions, pathHonoursEnvCwd: boolean) => {
     const needsPrefix =
-      !pathHonoursEnvCwd && (options.cwd !== undefined || (options.env && Object.keys(options.env).length > 0));
+      !pathHonoursEnvCwd &&
+      (options.cwd !== undefined || (options.env && Object.keys(options.env).length > 0));
     return {
-      command: needsPrefix ? { shell: applyEnvCwd(command, { cwd: options.cwd, env: options.env }) } : command,
+      command: needsPrefix
+        ? { shell: applyEnvCwd(command, { cwd: options.cwd, env: options.env }) }
+        : command,
       cwd: pathHonoursEnvCwd ? options.cwd : undefined,
       env: pathHonoursEnvCwd ? options.env : undefined,
     };
@@ -239,7 +242,11 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
         const stdin =
           typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
         const io = outputCallbacks();
-        const prepared = prepare(driverCommand, options, map.background === "emulated" || flags.perCommandEnvCwd);
+        const prepared = prepare(
+          driverCommand,
+          options,
+          map.background === "emulated" || flags.perCommandEnvCwd,
+        );
         const driverProcess = await driverMethod(
           context,
           runtime.driver.doSpawn,

@@ -132,7 +132,9 @@ describe.each(USERLANDS)("facade over a bare %s exec", (userland) => {
     expect(SandboxError.isInstance(error)).toBe(true);
     expect((error as SandboxError).code).toBe("Timeout");
     await new Promise((r) => setTimeout(r, 300));
-    const left = spawnSync("pgrep", ["-f", `^sleep (${seconds}|${seconds + 1})$`], { encoding: "utf8" }).stdout.trim();
+    const left = spawnSync("pgrep", ["-f", `^sleep (${seconds}|${seconds + 1})$`], {
+      encoding: "utf8",
+    }).stdout.trim();
     expect(left).toBe("");
   });
 
