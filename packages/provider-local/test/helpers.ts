@@ -29,7 +29,9 @@ export function tempStateRoot(label: string): { home: string; cleanup(): void } 
  * the host's `/tmp` is replaced by the sandbox's own, so a test about host paths must not use it.
  */
 export function tempOutsideTmp(label: string): { dir: string; cleanup(): void } {
-  const parent = fileURLToPath(new URL("../.sbox-test/", import.meta.url));
+  // Not beside the checkout: a clone that lives under /tmp would put this under /tmp too, which a sandbox
+  // sees as its own private /tmp.
+  const parent = "/var/tmp/sbox-local-test";
   mkdirSync(parent, { recursive: true });
   const dir = mkdtempSync(join(parent, `${label}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
