@@ -66,6 +66,23 @@ for (const pkg of packages) {
     totals.failed += 1;
   }
 }
+// The conformance report and matrix, built from the reports the suites above wrote (no second kit run).
+const matrixApp = join(root, "apps", "conformance", "dist", "matrix.js");
+if (existsSync(conformanceDir) && existsSync(matrixApp)) {
+  console.log("\n=== conformance report and matrix (from the suites above) ===");
+  const matrix = spawnSync(
+    process.execPath,
+    [matrixApp, "--from-reports", conformanceDir, "--allow-failures"],
+    {
+      cwd: root,
+      stdio: "inherit",
+    },
+  );
+  if (matrix.status !== 0) {
+    broken.push("conformance matrix");
+    totals.failed += 1;
+  }
+}
 if (broken.length > 0)
   console.log(`suites that exited non-zero without a counted failure: ${broken.join(", ")}`);
 console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);

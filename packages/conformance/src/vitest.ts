@@ -11,7 +11,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import type { ConformanceOptions } from "./conformance-options.js";
 import type { CaseReport } from "./conformance-report.js";
 import { createConformanceRun } from "./conformance-run.js";
@@ -35,9 +35,13 @@ const CLEANUP_MARGIN_MS = 75_000;
  */
 export function runConformance(options: ConformanceOptions): void {
   const run = createConformanceRun(options);
-  const started = Date.now();
+  let started = Date.now();
   const reports = new Map<string, CaseReport>();
   describe(`@sbox/conformance: ${run.providerName} (${run.mode})`, () => {
+    // Suites are registered together and run one after another: time this one from its own start.
+    beforeAll(() => {
+      started = Date.now();
+    });
     afterAll(async () => {
       const { leaked } = await run.finish();
       const directory = process.env[REPORT_DIR_ENV];
