@@ -39,21 +39,28 @@ if engine_answers; then
   exit 0
 fi
 
-# A daemon killed with SIGKILL leaves its pid file behind, and a new dockerd refuses to start while the
-# file names a pid; remove it only when that process is really gone.
-pid_file=/var/run/docker.pid
-running_pid() {
-  local pid
-  pid="$(cat "$pid_file" 2>/dev/null || true)"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+# Prints the pid named in pid file $1 when that process is alive and really is program $2. A machine that
+# was restarted (or a container image taken while the daemon ran) keeps stale pid files whose pid now
+# belongs to some unrelated process, so `kill -0` alone is not proof.
+live_pid_of() {
+  local pid comm
+  pid="$(cat "$1" 2>/dev/null || true)"
+  case "$pid" in '' | *[!0-9]*) return 0 ;; esac
+  comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
+  if [ "$comm" = "$2" ]; then echo "$pid"; fi
 }
+
+# A daemon killed with SIGKILL leaves its pid file behind, and a new dockerd refuses to start while the
+# file names a live pid; remove it only when no dockerd has that pid.
+pid_file=/var/run/docker.pid
+running_pid() { live_pid_of "$pid_file" dockerd; }
 
 # The containerd a killed dockerd started for itself outlives it and keeps its database locked, so a new
 # dockerd times out starting its own. Without a live dockerd, that containerd is an orphan: stop it.
 stop_orphan_containerd() {
-  local cpid_file=/var/run/docker/containerd/containerd.pid cpid
-  cpid="$(cat "$cpid_file" 2>/dev/null || true)"
-  if [ -n "$cpid" ] && kill -0 "$cpid" 2>/dev/null; then
+  local cpid
+  cpid="$(live_pid_of /var/run/docker/containerd/containerd.pid containerd)"
+  if [ -n "$cpid" ]; then
     say "stopping the containerd (pid $cpid) left by a dead dockerd"
     as_root kill -TERM "$cpid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.2; done
@@ -78,9 +85,9 @@ launch() {
 }
 
 launched=""
-
-if [ -n "$(running_pid)" ]; then
-  say "a dockerd (pid $(running_pid)) runs but does not answer yet; waiting for it"
+existing="$(running_pid)"
+if [ -n "$existing" ]; then
+  say "a dockerd (pid $existing) runs but does not answer yet; waiting for it"
 else
   launch
 fi
@@ -88,10 +95,12 @@ fi
 deadline=$((SECONDS + wait_s))
 attempts=1
 until engine_answers; do
-  # The daemon gave up (e.g. containerd did not come up): try again, a bounded number of times.
-  if [ -n "$launched" ] && ! kill -0 "$launched" 2>/dev/null && [ "$attempts" -lt 3 ]; then
+  # The daemon we started, or the one we were waiting for, gave up (e.g. containerd did not come up):
+  # start one, a bounded number of times.
+  if [ -n "$launched" ]; then alive="$(kill -0 "$launched" 2>/dev/null && echo yes || true)"; else alive="$(running_pid)"; fi
+  if [ -z "$alive" ] && [ "$attempts" -lt 3 ]; then
     attempts=$((attempts + 1))
-    say "dockerd exited before answering; attempt $attempts"
+    say "no dockerd is running and none answered; attempt $attempts"
     launch
   fi
   if [ "$SECONDS" -ge "$deadline" ]; then
