@@ -2,7 +2,7 @@
 // local provider, against a plain `child_process.spawn("true")` that reads the output pipes to their end
 // (what a caller does to get a command's output, which run() returns), and, with bubblewrap, against a bare
 // `bwrap <the provider's own arguments> sh -c true` (a string command runs in a shell). Measured in the same
-// run, interleaved. Prints ratios.
+// run, interleaved in a rotating order. Prints ratios and differences.
 //
 //   pnpm --filter @sbox/provider-local build && node packages/provider-local/bench/roundtrip.mjs
 //
@@ -88,47 +88,66 @@ async function measure(isolation, root) {
   const bare = isolation === "bwrap" ? await providerBwrapArgs(sandbox, id) : undefined;
   // As root the provider joins the sandbox's PID namespace through fd 3; the bare run gets the same fd.
   const holderFile = join(root, id, "holder.json");
-  const samples = { run: [], spawn: [], bwrap: [] };
-  try {
-    for (let i = 0; i < WARMUP + ROUNDS; i++) {
-      const keep = i >= WARMUP;
+  const samples = { run: [], spawn: [], bwrap: [], overRaw: [] };
+  const variants = {
+    run: async () => {
       const t0 = performance.now();
       const result = await sandbox.commands.run("true");
-      const run = performance.now() - t0;
+      const elapsed = performance.now() - t0;
       if (result.exitCode !== 0) throw new Error(`true exited ${result.exitCode}`);
-      const plain = await timeSpawn("true", []);
-      let wrapped = 0;
-      if (bare) {
-        const holder = existsSync(holderFile) ? JSON.parse(readFileSync(holderFile, "utf8")).pid : undefined;
-        const fd = holder === undefined ? undefined : openSync(`/proc/${holder}/ns/pid`, "r");
-        try {
-          wrapped = await timeSpawn(bare.file, bare.args, fd);
-        } finally {
-          if (fd !== undefined) closeSync(fd);
-        }
+      return elapsed;
+    },
+    spawn: () => timeSpawn("true", []),
+    bwrap: async () => {
+      const holder = existsSync(holderFile) ? JSON.parse(readFileSync(holderFile, "utf8")).pid : undefined;
+      const fd = holder === undefined ? undefined : openSync(`/proc/${holder}/ns/pid`, "r");
+      try {
+        return await timeSpawn(bare.file, bare.args, fd);
+      } finally {
+        if (fd !== undefined) closeSync(fd);
       }
-      if (keep) {
-        samples.run.push(run);
-        samples.spawn.push(plain);
-        samples.bwrap.push(wrapped);
+    },
+  };
+  const order = bare ? ["run", "spawn", "bwrap"] : ["run", "spawn"];
+  // The raw call `run` is compared with: bare bubblewrap when isolated, else the plain spawn.
+  const raw = bare ? "bwrap" : "spawn";
+  try {
+    for (let i = 0; i < WARMUP + ROUNDS; i++) {
+      // The order rotates every round, so no variant always follows the same one (a bubblewrap run leaves
+      // the kernel tearing down its mounts, which would slow whatever comes next).
+      const times = {};
+      for (let k = 0; k < order.length; k++) {
+        const name = order[(i + k) % order.length];
+        times[name] = await variants[name]();
+      }
+      if (i >= WARMUP) {
+        for (const name of order) samples[name].push(times[name]);
+        samples.overRaw.push(times.run - times[raw]);
       }
     }
   } finally {
     await sandbox.destroy();
     await client.dispose();
   }
-  return { run: median(samples.run), spawn: median(samples.spawn), bwrap: median(samples.bwrap) };
+  return {
+    run: median(samples.run),
+    spawn: median(samples.spawn),
+    bwrap: bare ? median(samples.bwrap) : 0,
+    // Per round, against the raw call of the same round: steadier than the difference of the medians when
+    // the machine's load drifts during the run.
+    pairedOverhead: median(samples.overRaw),
+  };
 }
 
 const root = mkdtempSync(join(tmpdir(), "sbox-bench-"));
 try {
   const none = await measure("none", join(root, "none"));
   console.log(
-    `isolation none : commands.run("true") ${none.run.toFixed(2)} ms, spawn("true") ${none.spawn.toFixed(2)} ms, ratio ${(none.run / none.spawn).toFixed(2)}`,
+    `isolation none : commands.run("true") ${none.run.toFixed(2)} ms, spawn("true") ${none.spawn.toFixed(2)} ms, ratio ${(none.run / none.spawn).toFixed(2)} (median per-round difference +${none.pairedOverhead.toFixed(2)} ms)`,
   );
   const bwrap = await measure("bwrap", join(root, "bwrap"));
   console.log(
-    `isolation bwrap: commands.run("true") ${bwrap.run.toFixed(2)} ms, bare bwrap ${bwrap.bwrap.toFixed(2)} ms, spawn("true") ${bwrap.spawn.toFixed(2)} ms; over bare bwrap +${(bwrap.run - bwrap.bwrap).toFixed(2)} ms, ratio to spawn ${(bwrap.run / bwrap.spawn).toFixed(2)}`,
+    `isolation bwrap: commands.run("true") ${bwrap.run.toFixed(2)} ms, bare bwrap ${bwrap.bwrap.toFixed(2)} ms, spawn("true") ${bwrap.spawn.toFixed(2)} ms; over bare bwrap +${(bwrap.run - bwrap.bwrap).toFixed(2)} ms (median per-round difference +${bwrap.pairedOverhead.toFixed(2)} ms), ratio to spawn ${(bwrap.run / bwrap.spawn).toFixed(2)}`,
   );
   console.log(`(${ROUNDS} rounds each, medians, interleaved; node ${process.version})`);
 } finally {

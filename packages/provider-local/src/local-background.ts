@@ -13,7 +13,7 @@ import { shellQuoteArgv } from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, type LaunchPlan, planLaunch } from "./local-command.js";
 import { localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { FileFollower } from "./local-follow.js";
-import { closeNamespace, NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
+import { NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import {
@@ -349,9 +349,9 @@ export async function spawnBackground(
   const files = processFiles(target.paths.procs, token);
   const namespace = await namespaceForCommand(context.settings, context.isolation, target);
   try {
-    return await startBackground(context, target, request, token, files, namespace);
+    return await startBackground(context, target, request, token, files, namespace?.fd);
   } finally {
-    closeNamespace(namespace);
+    namespace?.release();
   }
 }
 

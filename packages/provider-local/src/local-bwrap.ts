@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { accessSync, constants, lstatSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
 
 /** The fixed sandbox paths under bubblewrap. */
@@ -44,15 +44,40 @@ const MASKED_RUN_DIRECTORIES = ["docker", "containerd", "podman", "crio", "libpo
 /** Control sockets of system daemons below /run that are not in a masked directory. */
 const MASKED_RUN_SOCKETS = ["dbus/system_bus_socket", "systemd/private"];
 
+type SocketMask = { readonly kind: "dir" | "socket"; readonly path: string };
+
+const FINGERPRINTED_DIRECTORIES = [
+  "/run",
+  ...new Set(MASKED_RUN_SOCKETS.map((relative) => `/run/${relative.split("/")[0]}`)),
+];
+
+let maskCache: { readonly fingerprint: string; readonly masks: readonly SocketMask[] } | undefined;
+
+/**
+ * What changes when a socket or directory the masks depend on appears or goes: the modification times of
+ * /run and of the directories holding MASKED_RUN_SOCKETS (creating, removing or renaming an entry updates
+ * its directory's mtime, kept in nanoseconds on tmpfs). Three stats instead of listing /run and lstat-ing
+ * every entry on every command.
+ */
+function runFingerprint(): string {
+  return FINGERPRINTED_DIRECTORIES.map((dir) => {
+    // Milliseconds as a double keep sub-microsecond precision today: enough to tell two changes apart.
+    const info = statSync(dir, { throwIfNoEntry: false });
+    return info ? `${info.ino}:${info.mtimeMs}:${info.ctimeMs}` : "-";
+  }).join("|");
+}
+
 /**
  * Host daemon sockets the sandbox must not reach: a read-only bind does not stop `connect()`, and the Docker
  * socket alone would hand a command the whole host. Every socket directly in /run, a few well-known ones
- * below it, and the directories of container runtimes are masked. /run is read for every command (a
- * directory listing, well under a millisecond), as daemons come and go. Sockets elsewhere, and abstract
- * sockets while the host network is shared, stay reachable.
+ * below it, and the directories of container runtimes are masked. Daemons come and go, so the list is
+ * computed again whenever /run (or a directory of a well-known socket) changed since the last command.
+ * Sockets elsewhere, and abstract sockets while the host network is shared, stay reachable.
  */
-export function hostSocketMasks(): readonly { kind: "dir" | "socket"; path: string }[] {
-  const value: { kind: "dir" | "socket"; path: string }[] = [];
+export function hostSocketMasks(): readonly SocketMask[] {
+  const fingerprint = runFingerprint();
+  if (maskCache?.fingerprint === fingerprint) return maskCache.masks;
+  const value: SocketMask[] = [];
   const add = (path: string) => {
     try {
       const info = lstatSync(path);
@@ -72,6 +97,7 @@ export function hostSocketMasks(): readonly { kind: "dir" | "socket"; path: stri
   } catch {
     // no /run
   }
+  maskCache = { fingerprint, masks: value };
   return value;
 }
 

@@ -4,6 +4,7 @@ import type { DriverCommand } from "@sbox/core/spec";
 import { bwrapArgs, SANDBOX_TMP, SANDBOX_WORKSPACE } from "./local-bwrap.js";
 import { localError } from "./local-errors.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
+import type { NamespaceCache } from "./local-namespace-cache.js";
 import { hostCwdWithoutIsolation, type SandboxView, sandboxCwd } from "./local-paths.js";
 import { COMMAND_TAG_VARIABLE, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
 import type { LocalSandboxPaths, LocalSandboxRecord } from "./local-state.js";
@@ -49,6 +50,8 @@ export interface CommandSettings {
   readonly path: string;
   /** Host directories hidden inside the sandbox (the state root). */
   readonly hide: readonly string[];
+  /** PID namespaces of this provider instance's sandboxes, kept open between commands. */
+  readonly namespaces: NamespaceCache;
 }
 
 /** The view of `target` under `isolation`. */

@@ -3,7 +3,7 @@ import type { Readable, Writable } from "node:stream";
 import type { DriverExecRequest, DriverExit, DriverOutputCallbacks } from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
 import { abortErrorOf, localError, throwIfAborted, toLocalError } from "./local-errors.js";
-import { closeNamespace, NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
+import { NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import { COMMAND_TAG_VARIABLE, signalNumber, signalTree } from "./local-procfs.js";
@@ -81,11 +81,11 @@ async function runOnce(
       pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
     });
   } catch (error) {
-    closeNamespace(namespace);
+    namespace?.release();
     throw error;
   }
   if ("cwdProblem" in plan) {
-    closeNamespace(namespace);
+    namespace?.release();
     output.onStderr(Buffer.from(plan.cwdProblem));
     return { exitCode: 1 };
   }
@@ -98,13 +98,13 @@ async function runOnce(
         cwd: launch.cwd,
         env: launch.env,
         stdio: watchReady
-          ? ["pipe", "pipe", "pipe", namespace ?? "ignore", "pipe"]
+          ? ["pipe", "pipe", "pipe", namespace?.fd ?? "ignore", "pipe"]
           : ["pipe", "pipe", "pipe"],
         // Its own process group, so a kill reaches everything it forks.
         detached: true,
       }) as ChildProcessByStdio<Writable, Readable, Readable>;
     } finally {
-      closeNamespace(namespace);
+      namespace?.release();
     }
     let settled = false;
     let exit: DriverExit | undefined;
@@ -164,6 +164,7 @@ async function runOnce(
       finish(localError("Provider", `could not start the command (${launch.file}): ${error.message}`, error));
     });
     const readyPipe = watchReady ? (child.stdio[4] as Readable | null) : null;
+
     readyPipe?.on("data", becomeReady);
     readyPipe?.on("error", () => {});
     child.stdout.on("data", (chunk: Buffer) =>

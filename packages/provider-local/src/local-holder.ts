@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { close as closeFd, openSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdir, readlink, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { bwrapArgs, runningAsRoot } from "./local-bwrap.js";
@@ -7,6 +7,7 @@ import type { CommandSettings, CommandTarget } from "./local-command.js";
 import { localError } from "./local-errors.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
+import type { NamespaceLease } from "./local-namespace-cache.js";
 import {
   COMMAND_TAG_VARIABLE,
   findTaggedProcesses,
@@ -43,8 +44,8 @@ function readHolder(path: string): HolderRecord | undefined {
   }
 }
 
-// Synchronous, like the record: two tiny reads on every command.
-async function liveHolder(path: string): Promise<number | undefined> {
+// Synchronous, like the record: two tiny reads (only when the namespace is not kept open already).
+async function liveHolder(path: string): Promise<HolderRecord | undefined> {
   const holder = readHolder(path);
   if (!holder) return undefined;
   let stat: string;
@@ -55,7 +56,7 @@ async function liveHolder(path: string): Promise<number | undefined> {
   }
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const alive = fields[0] !== "Z" && fields[0] !== "X" && Number(fields[19]) === holder.startTime;
-  return alive ? holder.pid : undefined;
+  return alive ? holder : undefined;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -97,6 +98,14 @@ export async function ensureSandboxNamespace(
   isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
   target: CommandTarget,
 ): Promise<number> {
+  return (await ensureHolder(settings, isolation, target)).pid;
+}
+
+async function ensureHolder(
+  settings: CommandSettings,
+  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
+  target: CommandTarget,
+): Promise<HolderRecord> {
   const file = join(target.paths.dir, "holder.json");
   const running = await liveHolder(file);
   if (running !== undefined) return running;
@@ -137,8 +146,9 @@ export async function ensureSandboxNamespace(
         if (namespace === ownNamespace || exe === isolation.bwrapPath) continue;
         const stat = await readProcStat(proc.pid);
         if (!stat) continue;
-        await writeFileAtomic(file, JSON.stringify({ pid: proc.pid, startTime: stat.startTime }));
-        return proc.pid;
+        const holder: HolderRecord = { pid: proc.pid, startTime: stat.startTime };
+        await writeFileAtomic(file, JSON.stringify(holder));
+        return holder;
       }
       if (child.exitCode !== null) break;
       await sleep(5);
@@ -150,42 +160,28 @@ export async function ensureSandboxNamespace(
   });
 }
 
-/**
- * Opens the sandbox's PID namespace for a new command to join (as an inherited descriptor). A holder that
- * died between the check and the open is restarted once.
- */
-export async function openSandboxNamespace(
-  settings: CommandSettings,
-  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
-  target: CommandTarget,
-): Promise<number> {
-  for (let attempt = 0; ; attempt++) {
-    const pid = await ensureSandboxNamespace(settings, isolation, target);
-    try {
-      return openSync(`/proc/${pid}/ns/pid`, "r");
-    } catch (error) {
-      if (attempt >= 1) throw localError("Provider", "cannot open the sandbox's PID namespace", error);
-    }
-  }
-}
-
 /** The descriptor a command passes on as fd 3 to join the sandbox's PID namespace. */
 export const NAMESPACE_CHILD_FD = 3;
 
 /**
- * For a command about to start: an open descriptor of the sandbox's PID namespace when commands share one
- * (the caller passes it on as fd 3 and closes it after the spawn), else `undefined`.
+ * For a command about to start: a lease on a descriptor of the sandbox's PID namespace when commands share
+ * one (the caller passes it on as fd 3 and releases the lease after the spawn), else `undefined`. The
+ * descriptor stays open in `settings.namespaces` for the next command; a holder that died in between is
+ * started again.
  */
 export async function namespaceForCommand(
   settings: CommandSettings,
   isolation: ResolvedIsolation,
   target: CommandTarget,
-): Promise<number | undefined> {
+): Promise<NamespaceLease | undefined> {
   if (isolation.mode !== "bwrap" || !sharesPidNamespace(isolation)) return undefined;
-  return openSandboxNamespace(settings, isolation, target);
-}
-
-/** Closes a descriptor from `namespaceForCommand`. */
-export function closeNamespace(fd: number | undefined): void {
-  if (fd !== undefined) closeFd(fd, () => {});
+  const key = target.paths.dir;
+  const kept = settings.namespaces.lease(key);
+  if (kept) return kept;
+  for (let attempt = 0; ; attempt++) {
+    const holder = await ensureHolder(settings, isolation, target);
+    const lease = settings.namespaces.adopt(key, holder.pid, holder.startTime);
+    if (lease) return lease;
+    if (attempt >= 1) throw localError("Provider", "cannot open the sandbox's PID namespace");
+  }
 }

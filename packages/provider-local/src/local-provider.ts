@@ -49,6 +49,7 @@ import {
   stopSandbox,
 } from "./local-lifecycle.js";
 import { sandboxMetrics } from "./local-metrics.js";
+import { NamespaceCache } from "./local-namespace-cache.js";
 import {
   type LocalEgress,
   type LocalOptions,
@@ -162,6 +163,7 @@ export function local(
     return isolationResult.value;
   };
 
+  const namespaces = new NamespaceCache();
   let hide: readonly string[] | undefined;
   const settings = (): CommandSettings => {
     if (!hide) {
@@ -175,7 +177,7 @@ export function local(
       const top = real.split("/")[1] ?? "";
       hide = NOT_BOUND.has(top) ? [] : [real];
     }
-    return { shell, path: options.path ?? process.env.PATH ?? DEFAULT_PATH, hide };
+    return { shell, path: options.path ?? process.env.PATH ?? DEFAULT_PATH, hide, namespaces };
   };
 
   const requireEgress = (egress: LocalEgress, operation: string) => {
@@ -195,6 +197,7 @@ export function local(
     let record = await readRecord(paths, id);
     if (enforceExpiry && record.state !== "stopped" && isExpired(record)) {
       record = await stopSandbox({ id, paths, record });
+      namespaces.forget(paths.dir);
     }
     return { id, paths, record };
   };
@@ -320,6 +323,7 @@ export function local(
           throw error;
         }
         await killAllProcesses(target);
+        namespaces.forget(paths.dir);
         await removeSandboxDirectory(paths);
       }),
 
@@ -425,7 +429,9 @@ export function local(
     doStop: (sandbox, { signal }) =>
       guardLocal("stop", async () => {
         throwIfAborted(signal, "stop");
-        await stopSandbox(await load(sandbox.id, false));
+        const target = await load(sandbox.id, false);
+        await stopSandbox(target);
+        namespaces.forget(target.paths.dir);
       }),
     doPause: (sandbox, { signal }) =>
       guardLocal("pause", async () => {
@@ -576,6 +582,7 @@ export function local(
 
     doDispose: async () => {
       registry.detachAll();
+      namespaces.clear();
     },
   };
 
