@@ -164,7 +164,8 @@ async function runOnce(
       finish(localError("Provider", `could not start the command (${launch.file}): ${error.message}`, error));
     });
     const readyPipe = watchReady ? (child.stdio[4] as Readable | null) : null;
-
+    const outputStreams = [child.stdout, child.stderr, ...(readyPipe ? [readyPipe] : [])];
+    const outputEnded = () => outputStreams.every((stream) => stream.readableEnded || stream.destroyed);
     readyPipe?.on("data", becomeReady);
     readyPipe?.on("error", () => {});
     child.stdout.on("data", (chunk: Buffer) =>
@@ -175,16 +176,21 @@ async function runOnce(
     );
     child.on("exit", (code, signal) => {
       exit = exitOf(code, signal, delivered);
-      // Pipes still open after the exit are held by leftover background children: kill them so close comes.
-      // The group is still referenced by its members, so its id cannot have been reused by then.
+      // Output pipes still open a while after the exit are held by leftover children: kill those so the
+      // pipes close. A timer runs before the I/O waiting in the same turn of the event loop, so when this
+      // program was busy the pipes' end may just not have been read yet: look again once I/O had its turn.
       closeTimer = setTimeout(() => {
-        void signalTree(treeTag, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(() => {
-          if (settled) return;
-          // Only processes that left both the group and the tag can still hold the pipes: stop waiting.
-          closeTimer = setTimeout(() => {
-            child.stdout.destroy();
-            child.stderr.destroy();
-          }, 2_000);
+        setImmediate(() => {
+          if (settled || outputEnded()) return;
+          // The group is still referenced by its members, so its id cannot have been reused by then.
+          void signalTree(treeTag, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(() => {
+            if (settled) return;
+            // Only processes that left both the group and the tag can still hold the pipes: stop waiting.
+            closeTimer = setTimeout(() => {
+              child.stdout.destroy();
+              child.stderr.destroy();
+            }, 2_000);
+          });
         });
       }, LEFTOVER_GRACE_MS);
     });

@@ -200,6 +200,41 @@ describe.each(MODES)("foreground commands (%s)", (mode) => {
     );
   });
 
+  it.runIf(mode === "none" || process.getuid?.() === 0)(
+    "spares a child that lets go of the output soon after its command ended, even while the host program is busy",
+    async () => {
+      const marker = `${33000 + Math.floor(Math.random() * 999)}.5`;
+      // The child keeps the output pipes a few milliseconds after its command ended, then detaches. Every
+      // turn of the event loop is blocked for 60 ms, so the command's exit and the end of its pipes are seen
+      // in different turns, with the leftover check due in between: it must look at the pipes again before
+      // taking the child for a leftover that holds them.
+      let blocking = true;
+      const block = () => {
+        const until = Date.now() + 60;
+        while (Date.now() < until);
+        if (blocking) setImmediate(block);
+      };
+      setImmediate(block);
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () =>
+            run(
+              provider,
+              sandbox,
+              `{ sleep 0.012; exec setsid sleep ${marker} </dev/null >/dev/null 2>&1; } & echo started`,
+            ),
+          ),
+        );
+        for (const result of results) expect(result.stdout).toBe("started\n");
+      } finally {
+        blocking = false;
+      }
+      const alive = await processesWithMarker(`sleep\0${marker}`);
+      for (const pid of alive) process.kill(pid, "SIGKILL");
+      expect(alive.length).toBe(10);
+    },
+  );
+
   it("runs 20 commands in parallel on one sandbox", async () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
