@@ -44,14 +44,16 @@ import {
  *
  * Under bubblewrap (`$2` > 0) the command reports its start on fd 4 (the `ready` file) and takes its stderr
  * from fd 5, while bubblewrap's own messages go to the `setup` file: a start that failed in bubblewrap is
- * retried up to `$2` times, and only when the last one fails too do its messages reach stderr.
+ * retried up to `$2` times, and only when the last one fails too do its messages reach stderr. A start that
+ * was killed (the `killed` record exists: it is written before any signal is sent) is never retried: the
+ * signal, not bubblewrap, ended it before it could report.
  */
 const WRAPPER = [
   'rec=$1; retries=$2; shift 2; exec 0<"$rec/stdin"; : >"$rec/opened"; trap : HUP INT TERM QUIT USR1 USR2 ALRM; n=0',
   "while :; do",
   '  if [ "$retries" -gt 0 ]; then : >"$rec/ready"; : >"$rec/setup"; "$@" 4>>"$rec/ready" 5>&2 2>>"$rec/setup"; else "$@"; fi',
   "  code=$?",
-  '  if [ "$retries" -eq 0 ] || [ -s "$rec/ready" ] || [ "$n" -ge "$retries" ]; then break; fi',
+  '  if [ "$retries" -eq 0 ] || [ -s "$rec/ready" ] || [ -e "$rec/killed" ] || [ "$n" -ge "$retries" ]; then break; fi',
   "  n=$((n+1))",
   "done",
   'if [ "$retries" -gt 0 ] && [ ! -s "$rec/ready" ]; then while IFS= read -r line; do printf "%s\\n" "$line" >&2; done <"$rec/setup"; fi',
@@ -303,6 +305,7 @@ export async function killRecordedProcess(
     spare: {
       pids: [meta.pid],
       exe: context.isolation.mode === "bwrap" ? context.isolation.bwrapPath : undefined,
+      forksOf: meta.pid,
     },
   };
   const tag = { name: COMMAND_TAG_VARIABLE, value: meta.token };

@@ -124,8 +124,25 @@ export interface SignalTreeOptions {
    * while their command lives on (the wrapper that records the exit, bubblewrap's monitor and init).
    */
   readonly spare?:
-    | { readonly pids?: readonly number[] | undefined; readonly exe?: string | undefined }
+    | {
+        readonly pids?: readonly number[] | undefined;
+        readonly exe?: string | undefined;
+        /**
+         * Also spare copies of this process that have not yet become another program: between fork and exec
+         * a child still runs its parent's signal handlers, so a wrapper's `trap` would swallow the signal
+         * meant for the command about to start.
+         */
+        readonly forksOf?: number | undefined;
+      }
     | undefined;
+}
+
+async function cmdlineOf(pid: number): Promise<Buffer | undefined> {
+  try {
+    return await readFile(`/proc/${pid}/cmdline`);
+  } catch {
+    return undefined;
+  }
 }
 
 async function exeOf(pid: number): Promise<string | undefined> {
@@ -150,6 +167,8 @@ export async function signalTree(
   const forced = signal === "SIGKILL" || signal === "SIGSTOP" || signal === "SIGCONT";
   const sparedPids = new Set(forced ? [] : (options.spare?.pids ?? []));
   const sparedExe = forced ? undefined : options.spare?.exe;
+  const forksOf = forced ? undefined : options.spare?.forksOf;
+  const parentCmdline = forksOf === undefined ? undefined : await cmdlineOf(forksOf);
   for (let round = 0; ; round++) {
     // Groups only on the first pass: once their members are gone, a group id may be reused by strangers.
     if (round === 0 && (forced || !options.spare))
@@ -159,6 +178,10 @@ export async function signalTree(
     for (const proc of tagged) {
       if (sparedPids.has(proc.pid)) continue;
       if (sparedExe !== undefined && (await exeOf(proc.pid)) === sparedExe) continue;
+      if (parentCmdline !== undefined && proc.ppid === forksOf) {
+        const cmdline = await cmdlineOf(proc.pid);
+        if (cmdline?.equals(parentCmdline)) continue;
+      }
       if (sendSignal(proc.pid, signal)) signalled++;
     }
     if (signal !== "SIGKILL") return signalled;

@@ -114,13 +114,27 @@ describe.each(MODES)("background processes (%s)", (mode) => {
   });
 
   it("kills with a catchable signal through the wrapper and reports it", async () => {
-    // Wait until the command runs: a TERM that lands while the wrapper is still starting is a known race
-    // (reported as exit 0), tracked apart from this check of signal reporting.
     const { io, started } = spawn("echo ready; sleep 30");
     const proc = await started;
     expect(await eventually(() => io.out.stdout === "ready\n")).toBe(true);
     await proc.kill("SIGTERM");
     expect(await proc.wait()).toEqual({ exitCode: 143, signal: "SIGTERM" });
+  });
+
+  it("never loses a catchable signal sent the moment the process was spawned", async () => {
+    // Right after the spawn the signal can land while the wrapper forks the command (whose copy still runs
+    // the wrapper's traps) or, under bubblewrap, before the command reported its start (which must not be
+    // taken for a failed setup and started again). Either way the command must end by that signal.
+    for (let i = 0; i < 12; i++) {
+      const proc = await spawn("sleep 30").started;
+      await proc.kill("SIGTERM");
+      const exit = await Promise.race([
+        proc.wait(),
+        new Promise((resolve) => setTimeout(() => resolve("still running after 10 s"), 10_000)),
+      ]);
+      if (typeof exit === "string") await proc.kill("SIGKILL");
+      expect(exit).toEqual({ exitCode: 143, signal: "SIGTERM" });
+    }
   });
 
   it("lets a process that handles SIGTERM clean up and exit on its own terms", async () => {
