@@ -21,16 +21,6 @@ for (const isolation of ["bwrap", "none"] as const) {
     runConformance({
       provider: () => local({ root: join(root, isolation), isolation }),
       primitivesOnly,
-      // Known defect, tracked in issue #3: with 20 parallel emulated (E3) commands a detached supervisor is
-      // occasionally lost ("exit status is unknown"). Excluded with this reason until it is fixed.
-      ...(primitivesOnly
-        ? {
-            exclude: {
-              "concurrency.commands.parallel-20":
-                "known defect: an E3 supervisor is occasionally lost under 20 parallel commands (issue #3)",
-            },
-          }
-        : {}),
       label: `local (${isolation})`,
       ...(only ? { only } : {}),
     });
