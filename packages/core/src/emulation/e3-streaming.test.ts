@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { hasBusybox } from "../../test/sh-driver.js";
 import { SandboxError } from "../errors/sandbox-error.js";
@@ -209,6 +209,30 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
       expect(SandboxError.isInstance(error) && error.code).toBe("Aborted");
       expect(pgid).toBeGreaterThan(1);
       expect(groupAlive(pgid)).toBe(false);
+    });
+
+    test("a supervisor killed from outside is reported as lost, with a Provider error", async () => {
+      let runDir: string | undefined;
+      const pending = stream(bed, { command: { shell: "echo started; sleep 30" } }).catch((e: unknown) => e);
+      // Find the run once its command has started, then kill only its supervisor.
+      for (let i = 0; i < 200 && runDir === undefined; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        runDir = leftovers(bed)
+          .map((name) => `${bed.ctx.stateDir}/${name}`)
+          .find((dir) => existsSync(`${dir}/started`));
+      }
+      expect(runDir).toBeDefined();
+      const runner = Number(readFileSync(`${runDir}/runner`, "utf8"));
+      const group = Number(readFileSync(`${runDir}/pid`, "utf8"));
+      process.kill(runner, "SIGKILL");
+      const error = await pending;
+      try {
+        process.kill(-group, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      expect(SandboxError.isInstance(error) && error.code).toBe("Provider");
+      expect(String((error as Error).message)).toMatch(/lost its supervisor/);
     });
 
     test("an already aborted signal runs nothing", async () => {

@@ -35,6 +35,8 @@ export interface PollResult {
   gone: boolean;
   /** True when more output is waiting than this poll carried. */
   more: boolean;
+  /** True when the supervisor was gone and no exit status was recorded (see `followOutput`). */
+  lost: boolean;
 }
 
 /** Options of {@link followOutput}. */
@@ -107,7 +109,7 @@ export function parsePoll(
   const lines = new TextDecoder().decode(result.stdout).split("\n");
   const empty = new Uint8Array(0);
   if (result.exitCode === 0 && lines[0] === "gone") {
-    return { stdout: empty, stderr: empty, exit: undefined, gone: true, more: false };
+    return { stdout: empty, stderr: empty, exit: undefined, gone: true, more: false, lost: false };
   }
   const header = (lines[0] ?? "").trim().split(/\s+/);
   if (result.exitCode !== 0 || header.length !== 6 || lines.length < 3) {
@@ -128,21 +130,18 @@ export function parsePoll(
   const stdout = new Uint8Array(Buffer.from(lines[1] ?? "", "base64"));
   const stderr = new Uint8Array(Buffer.from(lines[2] ?? "", "base64"));
   const more = from.out + stdout.length < Number(outSize) || from.err + stderr.length < Number(errSize);
-  if (status === "-" && alive === "0") {
-    throw new SandboxError(
-      "Provider",
-      `${what} lost its supervisor process inside the sandbox; its exit status is unknown`,
-      { provider: ctx.provider },
-    );
-  }
+  const lost = status === "-" && alive === "0";
   if (finished === "1" && !/^[0-9]+$/.test(status)) {
     throw new SandboxError("Provider", `${what} recorded an unreadable exit status`, {
       provider: ctx.provider,
     });
   }
   const exit = finished === "1" ? exitOf(Number(status), killed) : undefined;
-  return { stdout, stderr, exit, gone: false, more };
+  return { stdout, stderr, exit, gone: false, more, lost };
 }
+
+/** How long to wait before looking again at a run whose supervisor seemed gone. */
+const LOST_CONFIRM_DELAY_MS = 100;
 
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 function delay(ms: number, signal: AbortSignal, what: string): Promise<void> {
@@ -175,6 +174,7 @@ export async function followOutput(
   const offsets: OutputOffsets = { out: options.from?.out ?? 0, err: options.from?.err ?? 0 };
   let wait = POLL_MIN_DELAY_MS;
   let initial = options.initial;
+  let lostBefore = false;
   for (;;) {
     if (options.signal.aborted) throw abortReasonOf(options.signal.reason, options.what);
     const poll = initial
@@ -191,6 +191,21 @@ export async function followOutput(
     if (poll.stdout.length > 0) options.onStdout(poll.stdout);
     if (poll.stderr.length > 0) options.onStderr(poll.stderr);
     if (poll.exit) return poll.exit as DriverExit & { exitCode: number };
+    if (poll.lost) {
+      // A supervisor that is gone without recording an exit status is final, so it must be seen twice: one
+      // poll can misread it when the sandbox is short of resources (a `cat` or `kill` that could not run).
+      if (lostBefore) {
+        throw new SandboxError(
+          "Provider",
+          `${options.what} lost its supervisor process inside the sandbox; its exit status is unknown`,
+          { provider: ctx.provider },
+        );
+      }
+      lostBefore = true;
+      await delay(LOST_CONFIRM_DELAY_MS, options.signal, options.what);
+      continue;
+    }
+    lostBefore = false;
     if (poll.more) continue;
     wait =
       poll.stdout.length + poll.stderr.length > 0
