@@ -1,5 +1,6 @@
 import { realpathSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
+import { join } from "node:path";
 import {
   type DriverCallOptions,
   type DriverExecRequest,
@@ -96,9 +97,15 @@ const NOT_BOUND = new Set(["tmp", "proc", "dev"]);
 
 type Sandbox = DriverSandbox<LocalSandboxHandle>;
 
-function handleOf(id: string, root: string): Sandbox {
+/**
+ * The driver handle of sandbox `id`. Without isolation every sandbox's commands see the host's `/tmp`, so
+ * the core's emulations (used in primitives-only mode) keep their state in the sandbox's own tmp directory
+ * instead of a `/tmp/.sbox` shared by all of them.
+ */
+function handleOf(id: string, root: string, unisolated: boolean): Sandbox {
   const paths = sandboxPaths(root, id);
-  return { id, native: { id, dir: paths.dir, workspace: paths.workspace, tmp: paths.tmp } };
+  const native = { id, dir: paths.dir, workspace: paths.workspace, tmp: paths.tmp };
+  return unisolated ? { id, native, emulationStateDir: join(paths.tmp, ".sbox") } : { id, native };
 }
 
 function rejectUnhonoured(spec: SandboxSpec): void {
@@ -161,6 +168,15 @@ export function local(
     }
     if ("error" in isolationResult) throw isolationResult.error;
     return isolationResult.value;
+  };
+
+  /** Whether commands run without isolation (a bubblewrap that cannot be used fails elsewhere, not here). */
+  const unisolated = (): boolean => {
+    try {
+      return isolation().mode === "none";
+    } catch {
+      return false;
+    }
   };
 
   const namespaces = new NamespaceCache();
@@ -301,14 +317,14 @@ export function local(
         const paths = sandboxPaths(root, id);
         await mkdir(root, { recursive: true, mode: 0o700 });
         await createSandboxDirectories(paths, newRecord(id, spec, egress, ports));
-        return handleOf(id, root);
+        return handleOf(id, root, unisolated());
       }),
 
     doConnect: (id, { signal }) =>
       guardLocal("connect", async () => {
         throwIfAborted(signal, "connect");
         await load(assertLocalId(id));
-        return handleOf(id, root);
+        return handleOf(id, root, unisolated());
       }),
 
     doDestroy: (sandbox, { signal }) =>
@@ -568,7 +584,7 @@ export function local(
               state: "running",
               ports: [],
             });
-            forks.push(handleOf(id, root));
+            forks.push(handleOf(id, root, unisolated()));
             await copyTree(source.paths.workspace, paths.workspace);
           }
         } catch (error) {

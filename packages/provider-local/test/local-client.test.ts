@@ -167,3 +167,23 @@ describe.each(["bwrap", "none"] as const)("through createSandboxClient (%s)", (i
     await sandbox.destroy();
   });
 });
+
+describe("primitives-only without isolation", () => {
+  it("keeps each sandbox's emulated background processes to itself", async () => {
+    // Every unisolated sandbox sees the host's /tmp: the emulations' state must not be shared through it.
+    const client = createSandboxClient({
+      provider: local({ root: `${state.home}/emulated`, isolation: "none" }),
+      primitivesOnly: true,
+    });
+    const [one, other] = await Promise.all([client.create(), client.create()]);
+    try {
+      const proc = await one.commands.spawn("sleep 30");
+      expect((await one.commands.list()).map((p) => p.pid)).toContain(proc.pid);
+      expect((await other.commands.list()).map((p) => p.pid)).not.toContain(proc.pid);
+      await proc.kill("SIGKILL");
+    } finally {
+      await Promise.all([one.destroy(), other.destroy()]);
+      await client.dispose();
+    }
+  });
+});

@@ -1,7 +1,7 @@
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { ProviderDriver } from "../spec/provider-spec.js";
 import { abortReasonOf } from "./e7-timeout.js";
-import type { EmulationContext } from "./emulation-context.js";
+import { type EmulationContext, stateDirOf } from "./emulation-context.js";
 import { detachedScript, killAndRemove, newRunId, RUN_FILES, startDetached } from "./output-detached.js";
 import { followOutput, pollScript } from "./output-poller.js";
 import { uploadToFile } from "./shell-exec-upload.js";
@@ -27,7 +27,7 @@ export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderD
   return async (sandbox, request) => {
     if (request.signal.aborted) throw abortReasonOf(request.signal.reason, WHAT);
     const script = detachedScript(ctx, request, "streaming exec");
-    const dir = `${ctx.stateDir}/${newRunId()}`;
+    const dir = `${stateDirOf(ctx, sandbox)}/${newRunId()}`;
     let pid: number | undefined;
     try {
       if (request.stdin !== undefined) {

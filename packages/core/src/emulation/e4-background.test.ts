@@ -71,6 +71,27 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
       return emulatedBackground(ctx);
     };
 
+    test("a sandbox handle's own emulationStateDir keeps its processes apart from the provider-wide one", async () => {
+      const own = { ...bed.sandbox, emulationStateDir: `${bed.root}/own state/` };
+      const output = new Output();
+      const process = await background.doSpawn(own, {
+        command: { shell: "echo started; sleep 30" },
+        signal: testSignal(),
+        ...output.callbacks,
+      });
+      try {
+        await output.until((stdout) => stdout === "started\n");
+        expect(existsSync(`${bed.root}/own state/proc/${process.pid}`)).toBe(true);
+        const listedOwn = await background.doListProcesses(own, { signal: testSignal() });
+        expect(listedOwn.map((p) => p.pid)).toContain(process.pid);
+        const listedShared = await background.doListProcesses(bed.sandbox, { signal: testSignal() });
+        expect(listedShared.map((p) => p.pid)).not.toContain(process.pid);
+      } finally {
+        await process.kill("SIGKILL");
+        await process.wait().catch(() => undefined);
+      }
+    });
+
     test("a spawned command delivers its output and exit code", async () => {
       const { process, output } = await spawn({
         shell: "echo start; echo oops >&2; sleep 0.3; echo done; exit 4",

@@ -10,7 +10,7 @@ import type {
   ProviderDriver,
 } from "../spec/provider-spec.js";
 import { abortReasonOf } from "./e7-timeout.js";
-import type { EmulationContext } from "./emulation-context.js";
+import { type EmulationContext, stateDirOf } from "./emulation-context.js";
 import {
   detachedScript,
   housekeepingSignal,
@@ -58,8 +58,8 @@ const NOT_FOUND = "sbox-no-such-process";
  * - Records are kept after the process ends (for list and replay) until the sandbox goes away.
  */
 export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
-  const root = `${ctx.stateDir}/proc`;
-  const dirOf = (pid: number): string => `${root}/${pid}`;
+  const rootOf = (sandbox: DriverSandbox): string => `${stateDirOf(ctx, sandbox)}/proc`;
+  const dirOf = (sandbox: DriverSandbox, pid: number): string => `${rootOf(sandbox)}/${pid}`;
 
   const checkPid = (pid: number): void => {
     if (!Number.isSafeInteger(pid) || pid <= 0) {
@@ -103,14 +103,14 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
   ) => {
     checkPid(pid);
     const name = signal === undefined ? undefined : normalizeSignal(signal, "SIGTERM");
-    const dir = dirOf(pid);
+    const dir = dirOf(sandbox, pid);
     const script = `[ -d ${shellQuote(dir)} ] || { echo ${NOT_FOUND}; exit 0; }\n${killGroupScript(pid, name, dir)}`;
     const result = await exec(sandbox, script, callSignal, String(pid));
     if (result.exitCode !== 0) throw failed(`killing process ${pid}`, result);
   };
 
   const writeStdin = async (sandbox: DriverSandbox, pid: number, data: UploadSource) => {
-    const fifo = shellQuote(`${dirOf(pid)}/${RUN_FILES.fifo}`);
+    const fifo = shellQuote(`${dirOf(sandbox, pid)}/${RUN_FILES.fifo}`);
     for await (const piece of pieces(data, Math.min(STDIN_WRITE_BYTES, chunkBytesFor(ctx)))) {
       const { script, stdin } = appendCommand(ctx, fifo, piece);
       const guarded = `[ -p ${fifo} ] || { echo ${STDIN_CLOSED}; exit 0; }\n${script}`;
@@ -135,7 +135,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
   };
 
   const closeStdin = async (sandbox: DriverSandbox, pid: number, signal: AbortSignal) => {
-    const dir = shellQuote(dirOf(pid));
+    const dir = shellQuote(dirOf(sandbox, pid));
     // The FIFO goes first: a writer that still finds it finds the holder alive, so its open cannot block.
     const script = `rm -f ${dir}/${RUN_FILES.fifo}\nh=$(cat ${dir}/${RUN_FILES.holder} 2>/dev/null) && kill "$h" 2>/dev/null\ntrue`;
     const result = await exec(sandbox, script, signal, String(pid));
@@ -159,7 +159,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
         throw toSandboxError(error, { provider: ctx.provider, operation: `stdin of process ${pid}` });
       });
     };
-    const exited = followOutput(ctx, sandbox, dirOf(pid), {
+    const exited = followOutput(ctx, sandbox, dirOf(sandbox, pid), {
       signal: callbacks.signal,
       removeWhenDone: false,
       what,
@@ -209,11 +209,11 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
       let run: { pid: number };
       try {
         run = await startDetached(ctx, sandbox, {
-          dir: `${root}/run-${newRunId()}`,
+          dir: `${rootOf(sandbox)}/run-${newRunId()}`,
           script,
           display: shellCommandOf(request.command),
           stdin: "fifo",
-          linkDir: root,
+          linkDir: rootOf(sandbox),
         });
       } catch (error) {
         throw toSandboxError(error, { provider: ctx.provider, operation: "spawn" });
@@ -226,7 +226,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
 
     async doConnectProcess(sandbox, pid, request) {
       checkPid(pid);
-      const dir = shellQuote(dirOf(pid));
+      const dir = shellQuote(dirOf(sandbox, pid));
       const result = await exec(sandbox, `[ -d ${dir} ] || echo ${NOT_FOUND}`, request.signal, String(pid));
       if (result.exitCode !== 0) throw failed(`connecting to process ${pid}`, result);
       const { feedStdin: _, ...driverProcess } = handle(sandbox, pid, request, false);
@@ -234,7 +234,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
     },
 
     async doListProcesses(sandbox, options) {
-      const r = shellQuote(root);
+      const r = shellQuote(rootOf(sandbox));
       const script = [
         `[ -d ${r} ] || exit 0`,
         `for l in ${r}/*; do`,

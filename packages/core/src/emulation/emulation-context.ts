@@ -35,8 +35,16 @@ export interface EmulationContext {
   readonly exec: ShellExec;
   /** Whether `exec` honours `stdin` bytes (the provider's exec primitive takes stdin). */
   readonly execAcceptsStdin: boolean;
-  /** Per-sandbox directory for emulation state (process output, pid and exit files), e.g. `/tmp/.sbox`. */
+  /**
+   * Directory for emulation state (process output, pid and exit files) inside each sandbox, e.g.
+   * `/tmp/.sbox`; a sandbox handle's own `emulationStateDir` wins (read it through `stateDirOf`).
+   */
   readonly stateDir: string;
+}
+
+/** The emulation state directory of `sandbox`, without a trailing slash. */
+export function stateDirOf(ctx: EmulationContext, sandbox: DriverSandbox): string {
+  return (sandbox.emulationStateDir ?? ctx.stateDir).replace(/(.)\/+$/, "$1");
 }
 
 /** No command line built by an emulation may carry more than this many bytes. */

@@ -12,7 +12,7 @@ import { decodeBase64, encodeBase64 } from "./e5-base64.js";
 import { FILE_EXIT, stderrTail } from "./e5-file-errors.js";
 import { emulatedFiles } from "./e5-files.js";
 import { randomToken } from "./e5-paths.js";
-import type { EmulationContext, ShellResult } from "./emulation-context.js";
+import { type EmulationContext, type ShellResult, stateDirOf } from "./emulation-context.js";
 import { shellQuote } from "./shell-quote.js";
 
 /** Code up to this size travels inside the run script; larger code is written with E5 first. */
@@ -119,7 +119,6 @@ function errorFromStderr(stderr: string, exitCode: number): NonNullable<CodeRunR
 /** Builds the stateless runner. */
 export function emulatedCodeInterpreter(ctx: EmulationContext): NonNullable<ProviderDriver["doRunCode"]> {
   const files = emulatedFiles(ctx);
-  const dir = `${ctx.stateDir.replace(/\/+$/, "")}/code`;
 
   const exec = async (sandbox: DriverSandbox, script: string, signal: AbortSignal): Promise<ShellResult> => {
     try {
@@ -153,6 +152,7 @@ export function emulatedCodeInterpreter(ctx: EmulationContext): NonNullable<Prov
       );
     }
 
+    const dir = `${stateDirOf(ctx, sandbox)}/code`;
     const base = `${dir}/run-${randomToken()}`;
     const codeFile = `${base}.${runtime.extension}`;
     const [out, err, meta] = [`${base}.out`, `${base}.err`, `${base}.meta`].map(shellQuote);

@@ -10,7 +10,7 @@ import type { DriverSandbox, ProviderDriver } from "../spec/provider-spec.js";
 import { fileError } from "./e5-file-errors.js";
 import { emulatedFiles } from "./e5-files.js";
 import { randomToken } from "./e5-paths.js";
-import type { EmulationContext, ShellResult } from "./emulation-context.js";
+import { type EmulationContext, type ShellResult, stateDirOf } from "./emulation-context.js";
 import { archiveScript, extractScript, workdirLayout } from "./lossy-workdir-tar.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -37,7 +37,6 @@ export function emulatedFork(
   const fallback = emulatedFiles(ctx);
   const read = files.doReadFileStream ?? fallback.doReadFileStream;
   const write = files.doWriteFileStream ?? fallback.doWriteFileStream;
-  const stateDir = ctx.stateDir.replace(/\/+$/, "");
 
   const run = async (sandbox: DriverSandbox, script: string, signal: AbortSignal): Promise<ShellResult> => {
     try {
@@ -62,9 +61,9 @@ export function emulatedFork(
         retryable: false,
       });
     }
-    const layout = workdirLayout(await workdir(source), ctx.stateDir, ctx.provider);
+    const layout = workdirLayout(await workdir(source), stateDirOf(ctx, source), ctx.provider);
     const token = randomToken();
-    const archive = `${stateDir}/fork-${token}.tar`;
+    const archive = `${stateDirOf(ctx, source)}/fork-${token}.tar`;
     const packed = await run(source, archiveScript(layout, archive), signal);
     if (packed.exitCode !== 0) {
       await bestEffort(() => run(source, `rm -f ${shellQuote(archive)}`, AbortSignal.timeout(30_000)));
@@ -86,8 +85,8 @@ export function emulatedFork(
 
       await Promise.all(
         siblings.map(async (sibling, index) => {
-          const target = workdirLayout(await workdir(sibling), ctx.stateDir, ctx.provider);
-          const incoming = `${stateDir}/fork-${token}-${index}.tar`;
+          const target = workdirLayout(await workdir(sibling), stateDirOf(ctx, sibling), ctx.provider);
+          const incoming = `${stateDirOf(ctx, sibling)}/fork-${token}-${index}.tar`;
           const stream = await read(source, archive, { signal });
           await write(sibling, incoming, stream, { signal });
           const unpacked = await run(

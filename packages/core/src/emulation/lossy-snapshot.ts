@@ -10,7 +10,7 @@ import type { DriverSandbox, ProviderDriver, SnapshotRef } from "../spec/provide
 import { decodeBase64 } from "./e5-base64.js";
 import { FILE_EXIT, fileError } from "./e5-file-errors.js";
 import { randomToken } from "./e5-paths.js";
-import type { EmulationContext, ShellResult } from "./emulation-context.js";
+import { type EmulationContext, type ShellResult, stateDirOf } from "./emulation-context.js";
 import { archiveScript, extractScript, workdirLayout } from "./lossy-workdir-tar.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -27,7 +27,7 @@ export function emulatedSnapshots(
   ctx: EmulationContext,
   workdir: (sandbox: DriverSandbox) => Promise<string>,
 ): EmulatedSnapshotMethods {
-  const store = `${ctx.stateDir.replace(/\/+$/, "")}/snapshots`;
+  const storeOf = (sandbox: DriverSandbox) => `${stateDirOf(ctx, sandbox)}/snapshots`;
   const run = async (sandbox: DriverSandbox, script: string, signal: AbortSignal, operation: string) => {
     let result: ShellResult;
     try {
@@ -38,7 +38,7 @@ export function emulatedSnapshots(
     return result;
   };
   const layoutOf = async (sandbox: DriverSandbox) =>
-    workdirLayout(await workdir(sandbox), ctx.stateDir, ctx.provider);
+    workdirLayout(await workdir(sandbox), stateDirOf(ctx, sandbox), ctx.provider);
   const unknown = (ref: SnapshotRef, operation: string) =>
     new SandboxError("NotFound", `${operation}: no snapshot ${JSON.stringify(ref?.id)} in this sandbox`, {
       provider: ctx.provider,
@@ -51,6 +51,7 @@ export function emulatedSnapshots(
 
   return {
     async doCreateSnapshot(sandbox, options) {
+      const store = storeOf(sandbox);
       const name = options.name;
       if (
         name !== undefined &&
@@ -90,6 +91,7 @@ printf '%s\\n' ${shellQuote(meta)} > ${shellQuote(`${base}.json.part`)} && mv -f
     },
 
     async doRestoreSnapshot(sandbox, ref, options) {
+      const store = storeOf(sandbox);
       const id = idOf(ref, "snapshots.restore");
       const layout = await layoutOf(sandbox);
       const result = await run(
@@ -108,6 +110,7 @@ printf '%s\\n' ${shellQuote(meta)} > ${shellQuote(`${base}.json.part`)} && mv -f
     },
 
     async doListSnapshots(sandbox, options) {
+      const store = storeOf(sandbox);
       const result = await run(
         sandbox,
         `d=${shellQuote(store)}
@@ -140,6 +143,7 @@ for f in "$d"/*.json; do [ -f "$f" ] && cat "$f"; done | base64`,
     },
 
     async doDeleteSnapshot(sandbox, ref, options) {
+      const store = storeOf(sandbox);
       const id = idOf(ref, "snapshots.delete");
       const base = `${store}/${id}`;
       const result = await run(

@@ -11,6 +11,12 @@ import type { EgressPolicy, ListFilter, SandboxSpec, SandboxState, SpecField } f
 export interface DriverSandbox<TNative = unknown> {
   readonly id: string;
   readonly native: TNative;
+  /**
+   * Where the core's emulations keep this sandbox's state, when that differs from sandbox to sandbox
+   * (sandboxes that share one filesystem, such as unisolated local ones); overrides the provider's
+   * `emulationStateDir`.
+   */
+  readonly emulationStateDir?: string | undefined;
 }
 
 /** Passed to every driver call: abort it when `signal` fires, and reject with an `Aborted`/`Timeout` error. */
