@@ -1,4 +1,4 @@
-import { SandboxError, type SandboxProvider, type SandboxSpec } from "@sbox/core/spec";
+import { SANDBOX_SPEC_FIELDS, SandboxError, type SandboxProvider, type SandboxSpec } from "@sbox/core/spec";
 import { RESERVED_METADATA_PREFIX } from "./manager-labels.js";
 import type {
   GitSource,
@@ -52,20 +52,9 @@ export interface PreparedSpec {
 
 const DEFAULT_STEP_TIMEOUT_MS = 10 * 60_000;
 const MANAGER_FIELDS = new Set(["git", "setup", "start", "files"]);
-const SPEC_FIELDS = new Set([
-  "template",
-  "name",
-  "env",
-  "metadata",
-  "ttlMs",
-  "resources",
-  "ports",
-  "network",
-  "volumes",
-  "region",
-  "secrets",
-  ...MANAGER_FIELDS,
-]);
+// Everything a sandbox spec describes, plus the manager's own steps; the create call's `idempotencyKey` and
+// `signal` are the manager's to set.
+const SPEC_FIELDS = new Set<string>([...SANDBOX_SPEC_FIELDS, ...MANAGER_FIELDS]);
 
 function invalid(message: string): SandboxError {
   return new SandboxError("Validation", `spec: ${message}`, { retryable: false });

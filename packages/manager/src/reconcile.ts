@@ -6,7 +6,12 @@ import { prepareStart } from "./prepare-spec.js";
 import { isMainRunning, ProvisionFailure, startMain } from "./provision.js";
 import { RECORD_ID_PATTERN } from "./record-validation.js";
 import { type RecordChanges, writeRecord } from "./record-writer.js";
-import { isTransitional, type SandboxRecord, type SandboxStatus } from "./sandbox-record.js";
+import {
+  isTransitional,
+  SANDBOX_STATUSES,
+  type SandboxRecord,
+  type SandboxStatus,
+} from "./sandbox-record.js";
 
 /** One record whose status `reconcile` changed. */
 export interface ReconcileChange {
@@ -258,18 +263,7 @@ export async function reconcileRecords(
   // view at least as new, and the compare-and-set drops the change if the record moved meanwhile.
   const records = ids
     ? await internals.store.list({ ids })
-    : await internals.store.list({
-        status: [
-          "creating",
-          "starting",
-          "running",
-          "stopping",
-          "stopped",
-          "resuming",
-          "destroying",
-          "failed",
-        ],
-      });
+    : await internals.store.list({ status: SANDBOX_STATUSES.filter((status) => status !== "destroyed") });
 
   const settledIds = new Set<string>();
   for (const record of records) {

@@ -1,4 +1,4 @@
-import type { ListFilter, SandboxInfo, SandboxState } from "@sbox/core";
+import { type ListFilter, SANDBOX_STATES, type SandboxInfo, type SandboxState } from "@sbox/core";
 import type { SandboxRecord } from "@sbox/manager";
 import { type OptionValues, stringListOption, stringOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
@@ -11,16 +11,6 @@ import { renderTable } from "../output/table.js";
 import { recordToJson } from "../records/record-json.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { infoToJson } from "./sandbox-json.js";
-
-const STATES: readonly SandboxState[] = [
-  "starting",
-  "running",
-  "paused",
-  "stopped",
-  "destroyed",
-  "error",
-  "unknown",
-];
 
 /** Colours a state for a terminal. */
 export function styleState(state: SandboxState, colours: Colours): string {
@@ -38,8 +28,8 @@ export function listFilterOf(values: OptionValues): ListFilter {
   const states = stringListOption(values, "state");
   if (states.length > 0) {
     for (const state of states) {
-      if (!STATES.includes(state as SandboxState)) {
-        throw usageError(`--state must be one of ${STATES.join(", ")}, got ${JSON.stringify(state)}`);
+      if (!SANDBOX_STATES.includes(state as SandboxState)) {
+        throw usageError(`--state must be one of ${SANDBOX_STATES.join(", ")}, got ${JSON.stringify(state)}`);
       }
     }
     filter.state = states as SandboxState[];
@@ -134,7 +124,7 @@ export const lsCommand: CommandDefinition = {
       type: "string",
       multiple: true,
       valueName: "STATE",
-      description: `only these states (${STATES.join(", ")})`,
+      description: `only these states (${SANDBOX_STATES.join(", ")})`,
     },
     limit: { type: "string", valueName: "N", description: "at most N sandboxes" },
   },

@@ -3,35 +3,13 @@ import { validateEnv } from "../emulation/shell-quote.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { SandboxProvider } from "../spec/provider-spec.js";
 import type { ListFilter, SandboxSpec, SandboxState, SpecField } from "../spec/sandbox-spec.js";
+import { SANDBOX_SPEC_FIELDS, SANDBOX_STATES } from "../spec/sandbox-spec-values.js";
 
 /** Metadata key under which the core records the expiry of providers that cannot keep a ttl themselves. */
 export const EXPIRES_AT_METADATA_KEY = "sbox-expires-at";
 
-const SPEC_KEYS = new Set([
-  "template",
-  "name",
-  "env",
-  "metadata",
-  "ttlMs",
-  "resources",
-  "ports",
-  "network",
-  "volumes",
-  "region",
-  "secrets",
-  "idempotencyKey",
-  "signal",
-]);
+const SPEC_KEYS = new Set<string>([...SANDBOX_SPEC_FIELDS, "idempotencyKey", "signal"]);
 const RESOURCE_KEYS = new Set(["vcpus", "memoryMB", "diskMB", "gpu"]);
-const STATES: readonly SandboxState[] = [
-  "starting",
-  "running",
-  "paused",
-  "stopped",
-  "destroyed",
-  "error",
-  "unknown",
-];
 
 /** Capability a spec field needs on top of being honoured. */
 const FIELD_CAPABILITY: Partial<Record<SpecField, CapabilityName>> = {
@@ -202,7 +180,7 @@ export function validateListFilter(filter: ListFilter, provider: string): void {
   if (filter.state !== undefined) {
     const states = Array.isArray(filter.state) ? filter.state : [filter.state];
     for (const state of states) {
-      if (!STATES.includes(state as SandboxState))
+      if (!SANDBOX_STATES.includes(state as SandboxState))
         throw invalid(provider, `unknown state ${JSON.stringify(state)} in filter`);
     }
   }

@@ -27,3 +27,4 @@ export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
 export type * from "./provider-spec.js";
 export type * from "./sandbox-spec.js";
+export { SANDBOX_SPEC_FIELDS, SANDBOX_STATES } from "./sandbox-spec-values.js";
