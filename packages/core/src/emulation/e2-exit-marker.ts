@@ -1,4 +1,5 @@
 import { SandboxError } from "../errors/sandbox-error.js";
+import { concatBytes } from "./concat-bytes.js";
 import { randomHex } from "./random-hex.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -83,15 +84,6 @@ function completeMarkerCode(held: Uint8Array, prefix: Uint8Array): number | unde
   return code <= 255 ? code : undefined;
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  if (b.length === 0) return a;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
-
 function createParser(prefix: Uint8Array): ExitMarkerParser {
   let held: Uint8Array = new Uint8Array(0);
   let finished = false;
@@ -99,7 +91,7 @@ function createParser(prefix: Uint8Array): ExitMarkerParser {
     push(chunk) {
       if (finished)
         throw new SandboxError("InvalidState", "ExitMarkerParser.push after finish()", { retryable: false });
-      const all = concat(held, chunk);
+      const all = concatBytes([held, chunk]);
       const start = candidateStart(all, prefix);
       if (start === -1) {
         held = new Uint8Array(0);
@@ -129,5 +121,5 @@ export function parseExitMarker(
   const parser = marker.createParser();
   const head = parser.push(stdout);
   const { rest, exitCode } = parser.finish();
-  return { stdout: concat(head, rest), exitCode };
+  return { stdout: concatBytes([head, rest]), exitCode };
 }

@@ -3,10 +3,12 @@
  * writes go to a temporary file beside the target that is moved into place at the end, and no command line
  * carries more than {@link MAX_COMMAND_LINE_BYTES}. Only tools and flags that GNU and busybox share are used.
  */
+
 import { SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DirEntry, FileInfo } from "../spec/files-types.js";
 import type { DriverSandbox, ProviderDriver } from "../spec/provider-spec.js";
+import { concatBytes } from "./concat-bytes.js";
 import { decodeBase64, encodeBase64 } from "./e5-base64.js";
 import { FILE_EXIT, type FileErrorContext, fileError, GONE_FUNCTION, stderrTail } from "./e5-file-errors.js";
 import {
@@ -324,18 +326,10 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
       const reader = await openRead(sandbox, path, options.signal);
       if (reader.size === 0 || reader.first.length < READ_CHUNK) return reader.first;
       const chunks = [reader.first];
-      let length = reader.first.length;
       for (let chunk = await reader.next(options.signal); chunk; chunk = await reader.next(options.signal)) {
         chunks.push(chunk);
-        length += chunk.length;
       }
-      const out = new Uint8Array(length);
-      let at = 0;
-      for (const chunk of chunks) {
-        out.set(chunk, at);
-        at += chunk.length;
-      }
-      return out;
+      return concatBytes(chunks);
     },
 
     async doReadFileStream(sandbox, path, options) {

@@ -1,3 +1,4 @@
+import { concatBytes } from "../emulation/concat-bytes.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import { driverMethod, guard, requireCapability, type SandboxContext } from "./sandbox-context.js";
@@ -25,18 +26,8 @@ function validateMode(mode: unknown): number | undefined {
 /** Reads a whole stream into one buffer (only for providers with no streamed upload at all). */
 async function collect(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-    chunks.push(chunk);
-    size += chunk.byteLength;
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) chunks.push(chunk);
+  return concatBytes(chunks);
 }
 
 /** The files namespace: always present, native or emulated per method. */
