@@ -117,6 +117,59 @@ async function pumpStdin(socket: Socket, stdin: Uint8Array | ReadableStream<Uint
   }
 }
 
+/** A created and started hijacked exec; `started()` tells the pause gate that it runs. */
+export interface HijackedExec {
+  readonly exec: Dockerode.Exec;
+  readonly socket: Socket;
+  readonly started: () => void;
+}
+
+/**
+ * Creates an exec and starts it hijacked (one connection carrying stdin and output), registered with the
+ * pause gate all along so a pause cannot freeze the container between create and start. When the start
+ * fails, the gate is told and `onStartFailure` runs before the error is rethrown.
+ */
+export async function startHijackedExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  label: "exec" | "pty",
+  options: Dockerode.ExecCreateOptions,
+  start: {
+    readonly stdin: boolean;
+    readonly tty?: boolean;
+    readonly signal: AbortSignal;
+    readonly onStartFailure?: () => Promise<void>;
+  },
+): Promise<HijackedExec> {
+  const { signal } = start;
+  const register = await engine.pauseGate.enter(container.id);
+  let exec: Dockerode.Exec;
+  try {
+    exec = await engine.call(`${label} create`, signal, (_docker, bound) =>
+      container.exec({ ...options, abortSignal: bound }),
+    );
+  } catch (error) {
+    register(undefined);
+    throw error;
+  }
+  const started = register(exec);
+  try {
+    const socket = (await engine.call(`${label} start`, signal, (_docker, bound) =>
+      exec.start({
+        hijack: true,
+        stdin: start.stdin,
+        ...(start.tty ? { Tty: true } : {}),
+        abortSignal: bound,
+      }),
+    )) as unknown as Socket;
+    return { exec, socket, started };
+  } catch (error) {
+    started();
+    await start.onStartFailure?.();
+    throw error;
+  }
+}
+
 /**
  * Runs a command in a container and streams its output: one exec create, one hijacked exec start (stdout
  * and stderr demultiplexed, stdin written to the same connection and half-closed at its end), one exec
@@ -144,28 +197,15 @@ export async function runExec(
   if (input.cwd !== undefined) createOptions.WorkingDir = input.cwd;
   if (input.user !== undefined) createOptions.User = input.user;
 
-  const register = await engine.pauseGate.enter(container.id);
-  let exec: Dockerode.Exec;
-  try {
-    exec = await engine.call("exec create", signal, (_docker, bound) =>
-      container.exec({ ...createOptions, abortSignal: bound }),
-    );
-  } catch (error) {
-    register(undefined);
-    throw error;
-  }
-  const started = register(exec);
-  let socket: Socket;
-  try {
-    socket = (await engine.call("exec start", signal, (_docker, bound) =>
-      exec.start({ hijack: true, stdin: attachStdin, abortSignal: bound }),
-    )) as unknown as Socket;
-  } catch (error) {
-    started();
+  const { exec, socket, started } = await startHijackedExec(engine, container, "exec", createOptions, {
+    stdin: attachStdin,
+    signal,
     // The start may have reached the engine before the abort: make sure nothing keeps running.
-    if (signal.aborted && input.killOnAbort !== false) await killByMarker(engine, container, marker, "KILL");
-    throw error;
-  }
+    onStartFailure: async () => {
+      if (signal.aborted && input.killOnAbort !== false)
+        await killByMarker(engine, container, marker, "KILL");
+    },
+  });
 
   let first = true;
   let ociFailure = false;

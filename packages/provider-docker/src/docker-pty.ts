@@ -1,9 +1,8 @@
-import type { Socket } from "node:net";
 import type { DriverExit, DriverPty, DriverPtyRequest } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
 import { dockerSandboxError, toDockerError } from "./docker-errors.js";
-import { envList, exitOf, killByMarker, newMarker, runHelper } from "./docker-exec.js";
+import { envList, exitOf, killByMarker, newMarker, runHelper, startHijackedExec } from "./docker-exec.js";
 import { EXEC_MARKER_VARIABLE } from "./docker-kill.js";
 
 /** The login shell of a pty: bash where the image has it, else sh. */
@@ -59,26 +58,11 @@ export async function createPty(
     ConsoleSize: [rows, cols],
   };
   if (request.cwd !== undefined) options.WorkingDir = request.cwd;
-  const register = await engine.pauseGate.enter(container.id);
-  let exec: Dockerode.Exec;
-  try {
-    exec = await engine.call("pty create", signal, (_d, bound) =>
-      container.exec({ ...options, abortSignal: bound }),
-    );
-  } catch (error) {
-    register(undefined);
-    throw error;
-  }
-  const started = register(exec);
-  let socket: Socket;
-  try {
-    socket = (await engine.call("pty start", signal, (_d, bound) =>
-      exec.start({ hijack: true, stdin: true, Tty: true, abortSignal: bound }),
-    )) as unknown as Socket;
-  } catch (error) {
-    started();
-    throw error;
-  }
+  const { exec, socket, started } = await startHijackedExec(engine, container, "pty", options, {
+    stdin: true,
+    tty: true,
+    signal,
+  });
   const ended = new Promise<void>((resolve, reject) => {
     socket.on("data", (data: Buffer) =>
       request.onData(new Uint8Array(data.buffer, data.byteOffset, data.length)),
