@@ -1,0 +1,183 @@
+import type { CapabilityMap, Sandbox } from "@sbox/core";
+import { SandboxError } from "@sbox/core";
+import { z } from "zod";
+import { CommandPolicy } from "./policy/command-rules.js";
+import { parseToolPolicy } from "./policy/parse-policy.js";
+import { PathPolicy } from "./policy/path-rules.js";
+import type { ApprovalHook, AuditHook, ToolPolicy } from "./policy/policy-types.js";
+import { SandboxPaths } from "./policy/sandbox-paths.js";
+import { decideCall, executeCall, type ToolCallSetup } from "./tool-call.js";
+import { TOOL_CATALOGUE, type ToolName } from "./tool-catalogue.js";
+import type { JsonSchemaObject, SandboxTool, SandboxToolSet, ToolAnnotations } from "./tool-types.js";
+import { editFileTool } from "./tools/edit-file-tool.js";
+import { exposePortTool } from "./tools/expose-port-tool.js";
+import {
+  extendTimeoutTool,
+  pauseSandboxTool,
+  resumeSandboxTool,
+  stopSandboxTool,
+} from "./tools/lifecycle-tools.js";
+import { listFilesTool } from "./tools/list-files-tool.js";
+import { readFileTool } from "./tools/read-file-tool.js";
+import { removeFileTool } from "./tools/remove-file-tool.js";
+import { runCodeTool } from "./tools/run-code-tool.js";
+import { runCommandTool } from "./tools/run-command-tool.js";
+import { searchFilesTool } from "./tools/search-files-tool.js";
+import { setEgressTool } from "./tools/set-egress-tool.js";
+import { createSnapshotTool, listSnapshotsTool, restoreSnapshotTool } from "./tools/snapshot-tools.js";
+import type { AnyToolDefinition, ResolvedLimits, ToolContext } from "./tools/tool-definition.js";
+import { writeFileTool } from "./tools/write-file-tool.js";
+
+/** Options of {@link createSandboxTools}. */
+export interface SandboxToolsOptions<TPolicy extends ToolPolicy = ToolPolicy> {
+  /** The policy (default: no command or path rules beyond the working directory; destructive tools off). */
+  policy?: TPolicy | undefined;
+  /** Decides about calls a rule marks `ask`; without it they are denied. */
+  approve?: ApprovalHook | undefined;
+  /** Receives every call and its outcome. */
+  audit?: AuditHook | undefined;
+}
+
+const DEFINITIONS: readonly AnyToolDefinition[] = [
+  runCommandTool,
+  runCodeTool,
+  readFileTool,
+  writeFileTool,
+  editFileTool,
+  listFilesTool,
+  searchFilesTool,
+  removeFileTool,
+  exposePortTool,
+  createSnapshotTool,
+  listSnapshotsTool,
+  restoreSnapshotTool,
+  extendTimeoutTool,
+  pauseSandboxTool,
+  resumeSandboxTool,
+  stopSandboxTool,
+  setEgressTool,
+];
+
+const TOOL_SET = Symbol.for("sbox.tools.set");
+
+/** Limits after defaults. */
+export function resolveLimits(policy: ToolPolicy): ResolvedLimits {
+  const limits = policy.limits ?? {};
+  const timeoutMs = limits.timeoutMs ?? 60_000;
+  return {
+    maxOutputBytes: limits.maxOutputBytes ?? 32_768,
+    maxOutputLines: limits.maxOutputLines ?? 400,
+    timeoutMs,
+    maxTimeoutMs: Math.max(timeoutMs, limits.maxTimeoutMs ?? 600_000),
+  };
+}
+
+function annotationsOf(name: ToolName): ToolAnnotations {
+  const entry = TOOL_CATALOGUE[name];
+  return {
+    title: entry.title,
+    readOnlyHint: entry.risk === "read",
+    destructiveHint: entry.risk === "destructive",
+    idempotentHint: entry.idempotent,
+    openWorldHint: name === "expose_port" || name === "set_egress",
+  };
+}
+
+function enabled(name: ToolName, policy: ToolPolicy): boolean {
+  const rule = policy.tools?.[name];
+  if (rule === "deny") return false;
+  if (TOOL_CATALOGUE[name].risk !== "destructive") return true;
+  return policy.destructive === true || rule === "allow" || rule === "ask";
+}
+
+function available(name: ToolName, sandbox: Sandbox): boolean {
+  const requires = TOOL_CATALOGUE[name].requires;
+  return requires === undefined || sandbox.can(requires);
+}
+
+function toJsonSchema(schema: z.ZodType): JsonSchemaObject {
+  const json = z.toJSONSchema(schema, { target: "draft-7", io: "input", unrepresentable: "any" }) as Record<
+    string,
+    unknown
+  >;
+  delete json.$schema;
+  return { ...json, type: "object" } as JsonSchemaObject;
+}
+
+/** True for what {@link createSandboxTools} returned. */
+export function isSandboxToolSet(value: unknown): value is SandboxToolSet {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[TOOL_SET] === true;
+}
+
+/** The sandbox a tool set works on. */
+export function sandboxOfToolSet(tools: SandboxToolSet): Sandbox {
+  return (tools as unknown as Record<symbol, Sandbox>)[Symbol.for("sbox.tools.sandbox")]!;
+}
+
+/**
+ * The tools of one sandbox, framework-neutral: each with a name, a description written for a model, zod
+ * and JSON-schema input, a risk level and MCP annotations, and an `execute` that applies the policy. Tools
+ * appear only where the sandbox's capabilities allow them (and, for destructive ones, the policy enables
+ * them), in the returned type as at runtime.
+ */
+export function createSandboxTools<
+  TCaps extends CapabilityMap,
+  const TPolicy extends ToolPolicy = Record<never, never>,
+>(sandbox: Sandbox<TCaps>, options: SandboxToolsOptions<TPolicy> = {}): SandboxToolSet<TCaps, TPolicy> {
+  if (typeof sandbox !== "object" || sandbox === null || typeof (sandbox as Sandbox).can !== "function") {
+    throw new SandboxError(
+      "Validation",
+      "createSandboxTools needs a Sandbox from client.create() or client.connect()",
+    );
+  }
+  const policy = parseToolPolicy(options.policy ?? {});
+  const anySandbox = sandbox as unknown as Sandbox;
+  const limits = resolveLimits(policy);
+  const pathPolicy = new PathPolicy(policy.paths);
+  const paths = new SandboxPaths(anySandbox, pathPolicy.root);
+  const context: ToolContext = {
+    sandbox: anySandbox,
+    paths,
+    pathPolicy,
+    commandPolicy: new CommandPolicy(policy.commands),
+    limits,
+    async checkPath(input, access, checkOptions = {}) {
+      const root = await paths.root();
+      const lexical = await paths.lexical(input ?? root.lexical);
+      // Lexical escapes are refused before anything runs in the sandbox.
+      pathPolicy.check({ lexical, real: root.real }, root, access);
+      const resolved = await paths.resolve(lexical, checkOptions.followLast ?? true);
+      pathPolicy.check(resolved, root, access);
+      return resolved;
+    },
+  };
+  const set: Record<string, SandboxTool> = {};
+  for (const definition of DEFINITIONS) {
+    const name: ToolName = definition.name;
+    if (!available(name, anySandbox) || !enabled(name, policy)) continue;
+    const schema = definition.schema({ sandbox: anySandbox }) as z.ZodType<unknown>;
+    const setup: ToolCallSetup = {
+      definition,
+      schema,
+      context,
+      toolRule: policy.tools?.[name],
+      approve: options.approve,
+      audit: options.audit,
+      errors: policy.errors ?? "result",
+    };
+    set[name] = Object.freeze({
+      name,
+      description: definition.description({ sandbox: anySandbox, limits }),
+      risk: TOOL_CATALOGUE[name].risk,
+      annotations: annotationsOf(name),
+      inputSchema: schema,
+      jsonSchema: toJsonSchema(schema),
+      decide: (input: unknown) => decideCall(setup, input),
+      execute: (input: unknown, callOptions?: Parameters<SandboxTool["execute"]>[1]) =>
+        executeCall(setup, input, callOptions),
+    }) as unknown as SandboxTool;
+  }
+  Object.defineProperty(set, TOOL_SET, { value: true });
+  Object.defineProperty(set, Symbol.for("sbox.tools.sandbox"), { value: sandbox });
+  return Object.freeze(set) as unknown as SandboxToolSet<TCaps, TPolicy>;
+}

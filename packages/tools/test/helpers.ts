@@ -1,0 +1,37 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createSandboxClient, type SandboxProvider } from "@sbox/core";
+import { local } from "@sbox/provider-local";
+
+/** A PATH without the host's per-user shims, so `python3` is the system one inside bubblewrap too. */
+export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+/** A throwaway state root for one test file; `cleanup()` removes it. */
+export function tempRoot(label: string): { dir: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), `sbox-tools-${label}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A provider-local provider with bubblewrap isolation over `root`. */
+export function localProvider(root: string): ReturnType<typeof local> {
+  return local({ root, isolation: "bwrap", path: SANDBOX_PATH });
+}
+
+/** A client over `provider`, plus a function that destroys every sandbox it created. */
+export function clientFor<P extends SandboxProvider>(provider: P) {
+  const client = createSandboxClient({ provider });
+  const created: { destroy(): Promise<void> }[] = [];
+  return {
+    client,
+    async create() {
+      const sandbox = await client.create();
+      created.push(sandbox);
+      return sandbox;
+    },
+    async cleanup() {
+      for (const sandbox of created) await sandbox.destroy().catch(() => undefined);
+      await client.dispose();
+    },
+  };
+}
