@@ -60,6 +60,26 @@ const DEFINITIONS: readonly AnyToolDefinition[] = [
 
 const TOOL_SET = Symbol.for("sbox.tools.set");
 
+// One resolver per sandbox and root, shared by every tool set made for it: the working directory and the
+// root's real path are asked once. Keeping the first real path of the root also means code in the sandbox
+// cannot move the root later by swapping a symlink.
+const RESOLVERS = new WeakMap<Sandbox, Map<string, SandboxPaths>>();
+
+function sandboxPathsFor(sandbox: Sandbox, root: string | undefined): SandboxPaths {
+  let byRoot = RESOLVERS.get(sandbox);
+  if (!byRoot) {
+    byRoot = new Map();
+    RESOLVERS.set(sandbox, byRoot);
+  }
+  const key = root ?? "";
+  let paths = byRoot.get(key);
+  if (!paths) {
+    paths = new SandboxPaths(sandbox, root);
+    byRoot.set(key, paths);
+  }
+  return paths;
+}
+
 /** Limits after defaults. */
 export function resolveLimits(policy: ToolPolicy): ResolvedLimits {
   const limits = policy.limits ?? {};
@@ -134,7 +154,7 @@ export function createSandboxTools<
   const anySandbox = sandbox as unknown as Sandbox;
   const limits = resolveLimits(policy);
   const pathPolicy = new PathPolicy(policy.paths);
-  const paths = new SandboxPaths(anySandbox, pathPolicy.root);
+  const paths = sandboxPathsFor(anySandbox, pathPolicy.root);
   const context: ToolContext = {
     sandbox: anySandbox,
     paths,
@@ -143,7 +163,9 @@ export function createSandboxTools<
     limits,
     async checkPath(input, access, checkOptions = {}) {
       const root = await paths.root();
-      const lexical = await paths.lexical(input ?? root.lexical);
+      // The root itself was resolved once; nothing more to ask the sandbox.
+      if (input === undefined) return root;
+      const lexical = await paths.lexical(input);
       // Lexical escapes are refused before anything runs in the sandbox.
       pathPolicy.check({ lexical, real: root.real }, root, access);
       const resolved = await paths.resolve(lexical, checkOptions.followLast ?? true);

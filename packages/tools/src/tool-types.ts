@@ -78,7 +78,9 @@ type LevelOf<
     : "native"
   : never;
 
-type PolicyToolsOf<TPolicy> = TPolicy extends { tools?: infer T } ? NonNullable<T> : Record<never, never>;
+type FieldOf<T, K extends string> = K extends keyof T ? T[K] : undefined;
+type NonEmpty<T> = [T] extends [never] ? Record<never, never> : T;
+type PolicyToolsOf<TPolicy> = NonEmpty<NonNullable<FieldOf<TPolicy, "tools">>>;
 type PolicyEntry<TPolicy, N extends ToolName> = N extends keyof PolicyToolsOf<TPolicy>
   ? PolicyToolsOf<TPolicy>[N]
   : undefined;
@@ -91,10 +93,10 @@ type EnabledBy<TPolicy, N extends ToolName> = [PolicyEntry<TPolicy, N>] extends 
     : (typeof TOOL_CATALOGUE)[N]["risk"] extends "destructive"
       ? [PolicyEntry<TPolicy, N>] extends ["allow" | "ask"]
         ? "yes"
-        : TPolicy extends { destructive: true }
+        : [FieldOf<TPolicy, "destructive">] extends [true]
           ? "yes"
-          : TPolicy extends { destructive?: false | undefined }
-            ? PolicyEntry<TPolicy, N> extends undefined
+          : [FieldOf<TPolicy, "destructive">] extends [false | undefined]
+            ? [PolicyEntry<TPolicy, N>] extends [undefined]
               ? "no"
               : "maybe"
             : "maybe"

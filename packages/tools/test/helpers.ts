@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createSandboxClient, type SandboxProvider } from "@sbox/core";
+import { createSandboxClient, type Sandbox, type SandboxClient, type SandboxProvider } from "@sbox/core";
 import { local } from "@sbox/provider-local";
 
 /** A PATH without the host's per-user shims, so `python3` is the system one inside bubblewrap too. */
@@ -18,9 +18,16 @@ export function localProvider(root: string): ReturnType<typeof local> {
   return local({ root, isolation: "bwrap", path: SANDBOX_PATH });
 }
 
+/** A client that remembers what it created. */
+export interface TestClient<P extends SandboxProvider> {
+  readonly client: SandboxClient<P["capabilities"]>;
+  create(): Promise<Sandbox<P["capabilities"]>>;
+  cleanup(): Promise<void>;
+}
+
 /** A client over `provider`, plus a function that destroys every sandbox it created. */
-export function clientFor<P extends SandboxProvider>(provider: P) {
-  const client = createSandboxClient({ provider });
+export function clientFor<P extends SandboxProvider>(provider: P): TestClient<P> {
+  const client = createSandboxClient({ provider }) as unknown as SandboxClient<P["capabilities"]>;
   const created: { destroy(): Promise<void> }[] = [];
   return {
     client,
@@ -29,7 +36,7 @@ export function clientFor<P extends SandboxProvider>(provider: P) {
       created.push(sandbox);
       return sandbox;
     },
-    async cleanup() {
+    async cleanup(): Promise<void> {
       for (const sandbox of created) await sandbox.destroy().catch(() => undefined);
       await client.dispose();
     },

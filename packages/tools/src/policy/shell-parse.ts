@@ -493,6 +493,8 @@ function simpleCommands(tokens: readonly Token[], problems: string[]): ShellWord
       if (word.text === "do" && !word.dynamic) skipUntilSeparator = false;
       continue;
     }
+    // NAME=value before the command is an assignment, whatever its value.
+    if (current.length === 0 && /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/.test(word.text)) continue;
     if (current.length === 0 && !word.dynamic) {
       if (RESERVED.has(word.text)) continue;
       if (word.text === "esac" && cases.length > 0) {
@@ -515,8 +517,6 @@ function simpleCommands(tokens: readonly Token[], problems: string[]): ShellWord
         i++; // the function's name
         continue;
       }
-      // NAME=value before the command is an assignment.
-      if (/^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/.test(word.text)) continue;
       // name() { ... } defines a function: its body is read as commands below.
       const next = tokens[i + 1];
       const after = tokens[i + 2];

@@ -58,6 +58,8 @@ export const runCommandTool: ToolDefinition<"run_command", { cwd: ResolvedPath }
   },
   async check(input, context) {
     const decision = context.commandPolicy.check(input.command);
+    // A denied command needs no further look at the sandbox.
+    if (decision.action === "deny") return { decision, plan: { cwd: { lexical: "", real: "" } } };
     const cwd = await context.checkPath(input.cwd, "read");
     return { decision, plan: { cwd } };
   },
