@@ -32,5 +32,5 @@ export async function expectTaskDone(sandbox: Sandbox, results: readonly string[
   expect(results[1]).toMatch(/^exit code 0/);
   expect(results[2]).toBe("hello 42\n");
   expect(results[3]).toContain("Replaced 1 occurrence");
-  expect(results[4]).toMatch(/^exit code 0[^]*--- stdout ---\nhello 48$/);
+  expect(results[4]).toMatch(/^exit code 0[\s\S]*--- stdout ---\nhello 48$/);
 }

@@ -111,7 +111,13 @@ describe("denied calls never reach the sandbox", () => {
     });
     expect(unasked).toEqual([]);
     const requests: string[] = [];
-    const no = createSandboxTools(sandbox, { policy, approve: (r) => (requests.push(r.reason), false) });
+    const no = createSandboxTools(sandbox, {
+      policy,
+      approve: (r) => {
+        requests.push(r.reason);
+        return false;
+      },
+    });
     await no.run_command.execute({ command: "true" });
     const refused = await callsDuring(async () => {
       expect((await no.run_command.execute({ command: "echo approve-me" })).error?.code).toBe("PolicyDenied");
