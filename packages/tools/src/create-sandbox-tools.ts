@@ -129,6 +129,15 @@ export function isSandboxToolSet(value: unknown): value is SandboxToolSet {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[TOOL_SET] === true;
 }
 
+const TOOL_CONTEXT = Symbol("sbox.tools.context");
+
+/** The policy context of a tool set, for adapters that implement framework interfaces (shell, editor). */
+export function toolContextOf(tools: SandboxToolSet): ToolContext {
+  const context = (tools as unknown as Record<symbol, ToolContext | undefined>)[TOOL_CONTEXT];
+  if (!context) throw new SandboxError("Validation", "not a tool set made by createSandboxTools");
+  return context;
+}
+
 /** The sandbox a tool set works on. */
 export function sandboxOfToolSet(tools: SandboxToolSet): Sandbox {
   return (tools as unknown as Record<symbol, Sandbox>)[Symbol.for("sbox.tools.sandbox")]!;
@@ -201,5 +210,6 @@ export function createSandboxTools<
   }
   Object.defineProperty(set, TOOL_SET, { value: true });
   Object.defineProperty(set, Symbol.for("sbox.tools.sandbox"), { value: sandbox });
+  Object.defineProperty(set, TOOL_CONTEXT, { value: context });
   return Object.freeze(set) as unknown as SandboxToolSet<TCaps, TPolicy>;
 }

@@ -39,7 +39,7 @@ async function exercise(
   seen.run = await session.run({
     command: 'echo "out $X"; echo err >&2; exit 3',
     env: { X: "it's $(x)" },
-    abortSignal: signal,
+    ...(signal ? { abortSignal: signal } : {}),
   });
   await session.run({ command: "mkdir -p sub/deeper && echo inside > sub/deeper/f.txt" });
   seen.runInDir = (await session.run({ command: "cat f.txt; pwd", workingDirectory: "sub/deeper" })).stdout;
