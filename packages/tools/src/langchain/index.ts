@@ -1,1 +1,2 @@
-export {};
+/** `@sbox/tools/langchain`: the sandbox tools as LangChain tools. Needs `@langchain/core`. */
+export { createLangChainTools } from "./langchain-tools.js";
