@@ -1,3 +1,4 @@
+import { createSandboxClient } from "@sbox/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxTools, type ToolAuditEvent } from "../src/index.js";
 import { clientFor, localProvider, tempRoot } from "./helpers.js";
@@ -85,5 +86,71 @@ describe("the framework-neutral tool set on provider-local", () => {
     const hostile = await tools.write_file.execute({ path: "we'ird $(name)\n.txt", content: "x" });
     expect(hostile.ok).toBe(true);
     expect((await sandbox.commands.run(["cat", "we'ird $(name)\n.txt"])).stdout).toBe("x");
+  });
+});
+
+describe("the tools beyond files and commands, on provider-local", () => {
+  it("background commands, ports, snapshots, lifecycle and egress", async () => {
+    const sandbox = await env.create();
+    const tools = createSandboxTools(sandbox, { policy: { destructive: true } });
+    await sandbox.files.write("www/index.html", "hello from the sandbox");
+    const started = await tools.run_command.execute({
+      command: "python3 -m http.server 18731 --bind 127.0.0.1 --directory www > server.log 2>&1",
+      background: true,
+    });
+    expect(started.text).toMatch(/^Started in the background with pid \d+\.$/);
+    let body = "";
+    const exposed = await tools.expose_port.execute({ port: 18731 });
+    expect(exposed.ok).toBe(true);
+    const url = (exposed.data as { url: string }).url;
+    for (let attempt = 0; attempt < 50 && body === ""; attempt++) {
+      body = await fetch(url).then(
+        (response) => response.text(),
+        () => "",
+      );
+      if (body === "") await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(body).toBe("hello from the sandbox");
+
+    await sandbox.files.write("state.txt", "before");
+    const snapshot = await tools.create_snapshot.execute({ name: "before-change" });
+    expect(snapshot.ok).toBe(true);
+    const id = (snapshot.data as { id: string }).id;
+    await sandbox.files.write("state.txt", "after");
+    expect((await tools.list_snapshots.execute({})).text).toContain(id);
+    expect((await tools.restore_snapshot.execute({ id })).ok).toBe(true);
+    expect((await sandbox.commands.run("cat state.txt")).stdout).toBe("before");
+    expect((await tools.restore_snapshot.execute({ id: "nope" })).error?.code).toBe("NotFound");
+
+    expect((await tools.extend_timeout.execute({ timeoutMs: 3_600_000 })).ok).toBe(true);
+    expect((await sandbox.getInfo()).expiresAt).toBeInstanceOf(Date);
+    expect((await tools.pause_sandbox.execute({})).ok).toBe(true);
+    expect((await sandbox.getInfo()).state).toBe("paused");
+    expect((await tools.resume_sandbox.execute({})).ok).toBe(true);
+
+    expect((await tools.set_egress.execute({ mode: "allow-list" })).error?.code).toBe("Validation");
+    // The provider refuses while a port is exposed; the model gets its reason to act on.
+    const refused = await tools.set_egress.execute({ mode: "block-all" });
+    expect(refused).toMatchObject({ ok: false, error: { code: "InvalidState" } });
+    expect(refused.text).toContain("unexpose ports 18731 first");
+    if (sandbox.can("exposePort")) await sandbox.ports.unexpose(18731);
+    const egress = await tools.set_egress.execute({ mode: "block-all" });
+    expect(egress.text).toBe("Outbound network access is now block-all.");
+    expect((await tools.stop_sandbox.execute({})).ok).toBe(true);
+    expect((await sandbox.getInfo()).state).toBe("stopped");
+  });
+
+  it("run_code appears where the code interpreter is (here the core's opt-in runner)", async () => {
+    const client = createSandboxClient({ provider: localProvider(root.dir), emulate: ["codeInterpreter"] });
+    const sandbox = await client.create();
+    try {
+      const tools = createSandboxTools(sandbox);
+      const result = await tools.run_code.execute({ code: "print(6 * 7)" });
+      expect(result.ok).toBe(true);
+      expect(result.text).toContain("42");
+    } finally {
+      await sandbox.destroy();
+      await client.dispose();
+    }
   });
 });
