@@ -7,7 +7,7 @@ import { PathPolicy } from "./policy/path-rules.js";
 import type { ApprovalHook, AuditHook, ToolPolicy } from "./policy/policy-types.js";
 import { SandboxPaths } from "./policy/sandbox-paths.js";
 import { decideCall, executeCall, type ToolCallSetup } from "./tool-call.js";
-import { TOOL_CATALOGUE, type ToolName } from "./tool-catalogue.js";
+import { TOOL_CATALOGUE, type ToolName, type ToolRisk } from "./tool-catalogue.js";
 import type { JsonSchemaObject, SandboxTool, SandboxToolSet, ToolAnnotations } from "./tool-types.js";
 import { editFileTool } from "./tools/edit-file-tool.js";
 import { exposePortTool } from "./tools/expose-port-tool.js";
@@ -124,6 +124,53 @@ function toJsonSchema(schema: z.ZodType): JsonSchemaObject {
   return { ...json, type: "object" } as JsonSchemaObject;
 }
 
+/** What a tool is, without a sandbox to run it on (for listing tools before a sandbox exists). */
+export interface SandboxToolInfo {
+  readonly name: ToolName;
+  readonly description: string;
+  readonly risk: ToolRisk;
+  readonly annotations: ToolAnnotations;
+  readonly inputSchema: z.ZodType<unknown>;
+  readonly jsonSchema: JsonSchemaObject;
+}
+
+/** The capability check the definitions use, over a plain capability map. */
+function capabilityView(map: CapabilityMap): Sandbox {
+  return {
+    can: (capability: keyof CapabilityMap) => map[capability] !== "unsupported",
+  } as unknown as Sandbox;
+}
+
+function infoOf(definition: AnyToolDefinition, sandbox: Sandbox, limits: ResolvedLimits): SandboxToolInfo {
+  const name: ToolName = definition.name;
+  const schema = definition.schema({ sandbox }) as z.ZodType<unknown>;
+  return {
+    name,
+    description: definition.description({ sandbox, limits }),
+    risk: TOOL_CATALOGUE[name].risk,
+    annotations: annotationsOf(name),
+    inputSchema: schema,
+    jsonSchema: toJsonSchema(schema),
+  };
+}
+
+/**
+ * The tools a sandbox with these capabilities would get under `policy`, without a sandbox: what an MCP
+ * server lists before its session's sandbox is created. Same names, descriptions and schemas as
+ * {@link createSandboxTools}.
+ */
+export function describeSandboxTools(
+  capabilities: { readonly map: CapabilityMap },
+  options: { policy?: ToolPolicy | undefined } = {},
+): SandboxToolInfo[] {
+  const policy = parseToolPolicy(options.policy ?? {});
+  const view = capabilityView(capabilities.map);
+  const limits = resolveLimits(policy);
+  return DEFINITIONS.filter(
+    (definition) => available(definition.name, view) && enabled(definition.name, policy),
+  ).map((definition) => infoOf(definition, view, limits));
+}
+
 /** True for what {@link createSandboxTools} returned. */
 export function isSandboxToolSet(value: unknown): value is SandboxToolSet {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[TOOL_SET] === true;
@@ -186,7 +233,8 @@ export function createSandboxTools<
   for (const definition of DEFINITIONS) {
     const name: ToolName = definition.name;
     if (!available(name, anySandbox) || !enabled(name, policy)) continue;
-    const schema = definition.schema({ sandbox: anySandbox }) as z.ZodType<unknown>;
+    const info = infoOf(definition, anySandbox, limits);
+    const schema = info.inputSchema;
     const setup: ToolCallSetup = {
       definition,
       schema,
@@ -197,12 +245,7 @@ export function createSandboxTools<
       errors: policy.errors ?? "result",
     };
     set[name] = Object.freeze({
-      name,
-      description: definition.description({ sandbox: anySandbox, limits }),
-      risk: TOOL_CATALOGUE[name].risk,
-      annotations: annotationsOf(name),
-      inputSchema: schema,
-      jsonSchema: toJsonSchema(schema),
+      ...info,
       decide: (input: unknown) => decideCall(setup, input),
       execute: (input: unknown, callOptions?: Parameters<SandboxTool["execute"]>[1]) =>
         executeCall(setup, input, callOptions),

@@ -4,8 +4,13 @@
  * (`@sbox/tools/ai-sdk`, `/openai-agents`, `/anthropic`, `/langchain`, `/mastra`).
  */
 
-export type { SandboxToolsOptions } from "./create-sandbox-tools.js";
-export { createSandboxTools, isSandboxToolSet, sandboxOfToolSet } from "./create-sandbox-tools.js";
+export type { SandboxToolInfo, SandboxToolsOptions } from "./create-sandbox-tools.js";
+export {
+  createSandboxTools,
+  describeSandboxTools,
+  isSandboxToolSet,
+  sandboxOfToolSet,
+} from "./create-sandbox-tools.js";
 export type { BoundedText, OutputBudget } from "./output/bounded-output.js";
 export { BoundedOutput, boundText } from "./output/bounded-output.js";
 export type { CommandDecision, CommandRules, PolicyAction } from "./policy/command-rules.js";

@@ -27,6 +27,7 @@ export const listFilesTool: ToolDefinition<"list_files", { target: ResolvedPath 
     const root = await paths.root();
     const depth = input.depth ?? 1;
     const lines: string[] = [];
+    const found: { path: string; type: string; size: number }[] = [];
     let hidden = 0;
     let capped = false;
     const queue: { dir: string; level: number }[] = [{ dir: plan.target.real, level: 1 }];
@@ -48,6 +49,7 @@ export const listFilesTool: ToolDefinition<"list_files", { target: ResolvedPath 
           continue;
         }
         const relative = posix.relative(plan.target.real, full);
+        found.push({ path: relative, type: entry.type, size: entry.size });
         if (entry.type === "dir") {
           lines.push(`${relative}/`);
           if (level < depth) queue.push({ dir: full, level: level + 1 });
@@ -72,7 +74,7 @@ export const listFilesTool: ToolDefinition<"list_files", { target: ResolvedPath 
     return {
       text: bounded.text,
       truncated: bounded.truncated || capped,
-      data: { path: plan.target.lexical, entries: lines.length, hidden },
+      data: { path: plan.target.lexical, entries: found, hidden },
     };
   },
 };
