@@ -153,8 +153,8 @@ export function createSandboxMcpServer(options: SandboxMcpServerOptions): Sandbo
         readFileResource(session, request.params.uri),
       );
       server.onclose = () => {
-        sessions.delete(session);
-        void session.end("the transport closed");
+        // The session stays in the set until its sandbox is gone, so close() waits for it.
+        void session.end("the transport closed").finally(() => sessions.delete(session));
       };
       await server.connect(transport);
       options.onEvent?.({ type: "session-started", session: session.id });

@@ -7,6 +7,7 @@ import { execCommand } from "./exec.js";
 import { infoCommand } from "./info.js";
 import { logsCommand } from "./logs.js";
 import { lsCommand } from "./ls.js";
+import { mcpCommand } from "./mcp.js";
 import { pauseCommand } from "./pause.js";
 import { portCommand } from "./port.js";
 import { reapCommand } from "./reap.js";
@@ -36,6 +37,7 @@ export const ALL_COMMANDS: readonly CommandDefinition[] = [
   portCommand,
   capsCommand,
   doctorCommand,
+  mcpCommand,
 ];
 
 /** Alternative names accepted on the command line. */
