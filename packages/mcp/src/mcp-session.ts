@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { type Sandbox, type SandboxClient, SandboxError } from "@sbox/core";
-import { createSandboxTools, type SandboxTool, type SandboxToolSet } from "@sbox/tools";
+import { type ApprovalRequest, createSandboxTools, type SandboxTool, type SandboxToolSet } from "@sbox/tools";
 import type { SandboxMcpServerOptions } from "./mcp-options.js";
 import { failure, fromToolResult, type McpToolResult, success } from "./mcp-results.js";
 
@@ -28,10 +28,20 @@ export class McpSandboxSession {
   #current: string | undefined;
   #creating: Promise<SessionSandbox> | undefined;
   #ended: Promise<void> | undefined;
+  /** Asks the session's user through the client (MCP elicitation), when the client can. */
+  #elicit: ((request: ApprovalRequest) => Promise<boolean>) | undefined;
 
   constructor(client: SandboxClient, options: SandboxMcpServerOptions) {
     this.#client = client;
     this.#options = options;
+  }
+
+  /**
+   * Lets `ask` rules ask the user through the client (MCP elicitation) when no `approve` hook is set.
+   * Without either, `ask` denies.
+   */
+  useElicitation(elicit: (request: ApprovalRequest) => Promise<boolean>): void {
+    this.#elicit = elicit;
   }
 
   /** Whether `end()` was called. */
@@ -80,7 +90,7 @@ export class McpSandboxSession {
       sandbox,
       tools: createSandboxTools(sandbox, {
         policy: this.#options.policy,
-        approve: this.#options.approve,
+        approve: this.#options.approve ?? (this.#elicit ? (request) => this.#elicit!(request) : undefined),
         audit: this.#options.audit,
       }) as SandboxToolSet,
       recordId,

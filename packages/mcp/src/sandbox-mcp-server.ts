@@ -157,6 +157,25 @@ export function createSandboxMcpServer(options: SandboxMcpServerOptions): Sandbo
         void session.end("the transport closed").finally(() => sessions.delete(session));
       };
       await server.connect(transport);
+      // The client's capabilities are known only after initialize: checked when a rule asks.
+      session.useElicitation(async (request) => {
+        if (!server.getClientCapabilities()?.elicitation) return false;
+        const answer = await server.elicitInput(
+          {
+            mode: "form",
+            message: `Allow ${request.tool}? ${request.reason}.\nInput: ${JSON.stringify(request.input).slice(0, 2000)}`,
+            requestedSchema: {
+              type: "object",
+              properties: {
+                approve: { type: "boolean", title: `Allow ${request.tool}`, description: request.reason },
+              },
+              required: ["approve"],
+            },
+          },
+          { timeout: 5 * 60_000 },
+        );
+        return answer.action === "accept" && answer.content?.approve === true;
+      });
       options.onEvent?.({ type: "session-started", session: session.id });
       return session;
     },

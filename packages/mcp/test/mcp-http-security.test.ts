@@ -195,3 +195,50 @@ describe("sessions", () => {
     await manager.close();
   });
 });
+
+describe("ask rules over MCP", () => {
+  it("asks the user through MCP elicitation when the client supports it, and denies when it does not", async () => {
+    const { ElicitRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+    const server = createSandboxMcpServer({
+      provider: provider(),
+      policy: { commands: { ask: ["echo sensitive"] } },
+    });
+    const http = await serveStreamableHttp(server);
+    type Result = { isError?: boolean; content: { text: string }[] };
+    try {
+      const asked: string[] = [];
+      const human = new Client({ name: "with-a-human", version: "1" }, { capabilities: { elicitation: {} } });
+      human.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(String(request.params.message));
+        return { action: "accept", content: { approve: asked.length === 1 } };
+      });
+      await human.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+      const yes = (await human.callTool({
+        name: "run_command",
+        arguments: { command: "echo sensitive yes" },
+      })) as Result;
+      expect(yes.isError).toBeFalsy();
+      expect(yes.content[0]!.text).toContain("sensitive yes");
+      const no = (await human.callTool({
+        name: "run_command",
+        arguments: { command: "echo sensitive no" },
+      })) as Result;
+      expect(no.isError).toBe(true);
+      expect(no.content[0]!.text).toContain("not approved");
+      expect(asked[0]).toContain("Allow run_command?");
+      await human.close();
+      const robot = new Client({ name: "no-elicitation", version: "1" });
+      await robot.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+      const refused = (await robot.callTool({
+        name: "run_command",
+        arguments: { command: "echo sensitive" },
+      })) as Result;
+      expect(refused.isError).toBe(true);
+      expect(refused.content[0]!.text).toContain("PolicyDenied");
+      await robot.close();
+    } finally {
+      await http.close();
+      await server.close();
+    }
+  });
+});

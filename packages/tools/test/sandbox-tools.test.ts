@@ -83,6 +83,13 @@ describe("the framework-neutral tool set on provider-local", () => {
     expect(extra).toMatchObject({ ok: false, error: { code: "Validation" } });
     const missing = await tools.read_file.execute({ path: "nope.txt" });
     expect(missing).toMatchObject({ ok: false, error: { code: "NotFound" } });
+    await sandbox.commands.run("mkfifo pipe");
+    const started = Date.now();
+    const fifo = await tools.read_file.execute({ path: "pipe" });
+    expect(fifo).toMatchObject({ ok: false, error: { code: "Validation" } });
+    expect(fifo.text).toContain("not a regular file");
+    expect((await tools.edit_file.execute({ path: "pipe", oldString: "a", newString: "b" })).ok).toBe(false);
+    expect(Date.now() - started).toBeLessThan(5000);
     const hostile = await tools.write_file.execute({ path: "we'ird $(name)\n.txt", content: "x" });
     expect(hostile.ok).toBe(true);
     expect((await sandbox.commands.run(["cat", "we'ird $(name)\n.txt"])).stdout).toBe("x");

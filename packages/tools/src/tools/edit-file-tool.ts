@@ -34,6 +34,9 @@ export const editFileTool: ToolDefinition<"edit_file", { target: ResolvedPath }>
   },
   async run(input, context, plan) {
     const { sandbox, limits } = context;
+    const info = await sandbox.files.stat(plan.target.real);
+    if (info.type !== "file")
+      throw new SandboxError("Validation", `${plan.target.lexical} is not a regular file`);
     const before = await sandbox.files.readText(plan.target.real);
     const count = occurrences(before, input.oldString);
     if (count === 0) {

@@ -55,6 +55,10 @@ export const readFileTool: ToolDefinition<"read_file", { target: ResolvedPath }>
     if (info.type === "dir") {
       throw new SandboxError("Validation", `${plan.target.lexical} is a directory: use list_files`);
     }
+    // A FIFO or device would block or never end; only regular files are read.
+    if (info.type !== "file") {
+      throw new SandboxError("Validation", `${plan.target.lexical} is not a regular file, so it is not read`);
+    }
     const output = new BoundedOutput({ maxBytes: limits.maxOutputBytes, maxLines: limits.maxOutputLines });
     const window = new LineWindow(output, input.startLine ?? 1, input.endLine ?? Number.POSITIVE_INFINITY);
     const decoder = new TextDecoder("utf-8");
