@@ -1,5 +1,5 @@
-import type { CapabilityMap, Sandbox } from "@sbox/core";
-import type { local } from "@sbox/provider-local";
+import { type CapabilityMap, createSandboxClient, type Sandbox, type SandboxProvider } from "@sbox/core";
+import { local } from "@sbox/provider-local";
 import { describe, expectTypeOf, it } from "vitest";
 import { createAiSdkTools } from "../src/ai-sdk/index.js";
 import { createSandboxTools, type SandboxTool } from "../src/index.js";
@@ -24,6 +24,25 @@ describe("the tool set's type follows the capabilities and the policy", () => {
     const ai = createAiSdkTools(noPorts);
     expectTypeOf(ai).not.toHaveProperty("expose_port");
     expectTypeOf(ai).toHaveProperty("read_file");
+  });
+
+  it("through a client: a provider declaring exposePort unsupported gives a sandbox whose tools have no expose_port", async () => {
+    const provider = null as unknown as SandboxProvider<NoPorts>;
+    const sandbox = await createSandboxClient({ provider }).create();
+    const tools = createSandboxTools(sandbox);
+    expectTypeOf(tools).not.toHaveProperty("expose_port");
+    expectTypeOf(tools).toHaveProperty("run_command");
+  });
+
+  it("provider-local without isolation has no egress control, so no set_egress even with destructive tools on", async () => {
+    const unisolated = await createSandboxClient({ provider: local({ isolation: "none" }) }).create();
+    expectTypeOf(createSandboxTools(unisolated, { policy: { destructive: true } })).not.toHaveProperty(
+      "set_egress",
+    );
+    const isolated = await createSandboxClient({ provider: local({ isolation: "bwrap" }) }).create();
+    expectTypeOf(createSandboxTools(isolated, { policy: { destructive: true } }).set_egress).toEqualTypeOf<
+      SandboxTool<"set_egress">
+    >();
   });
 
   it("provider-local has ports but no code interpreter", () => {

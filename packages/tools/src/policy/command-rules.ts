@@ -189,7 +189,7 @@ export class CommandPolicy {
     if (this.#allow !== undefined) {
       const allow = this.#allow;
       for (const command of parsed.commands) {
-        if (command.wrapper) continue;
+        if (command.wrapper || command.speculative) continue;
         if (!allow.some((pattern) => matches(pattern, command.argv, "permit"))) {
           return { action: "deny", reason: `"${display(command.argv)}" is not an allowed command` };
         }

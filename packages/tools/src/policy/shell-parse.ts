@@ -22,6 +22,12 @@ export interface ShellCommand {
   readonly argv: readonly ShellWord[];
   /** True for a wrapper (`sudo`, `env`, `sh -c`, ...) whose wrapped command is listed separately. */
   readonly wrapper: boolean;
+  /**
+   * True when the text may not run as a command at all: the inside of `$((...))`, which a shell reads as
+   * arithmetic, or as a command in a subshell when it is not valid arithmetic. Deny and ask rules see it;
+   * an allow-list does not require it.
+   */
+  readonly speculative?: boolean | undefined;
 }
 
 /** What {@link parseShell} found. */
@@ -33,7 +39,7 @@ export interface ParsedShell {
 
 type Token = { type: "word"; word: ShellWord } | { type: "op"; op: string };
 
-const MAX_DEPTH = 8;
+const MAX_DEPTH = 32;
 const OPERATORS = [
   ";;&",
   "&>>",
@@ -173,6 +179,14 @@ class Scanner {
     const s = this.source;
     let depth = 1;
     let i = from;
+    // Depths at which a `case ... in` is open: there a ")" ends a pattern, not the group.
+    const cases: number[] = [];
+    const boundary = (at: number) => at < 0 || /[\s;&|()]/.test(s[at]!);
+    const keyword = (word: string) =>
+      open === "(" &&
+      s.startsWith(word, i) &&
+      boundary(i - 1) &&
+      (i + word.length >= s.length || boundary(i + word.length));
     while (i < s.length) {
       const c = s[i]!;
       if (c === "\\") {
@@ -194,8 +208,26 @@ class Scanner {
         i = end + 1;
         continue;
       }
+      if (c === "#" && boundary(i - 1)) {
+        while (i < s.length && s[i] !== "\n") i++;
+        continue;
+      }
+      if (keyword("case")) {
+        cases.push(depth);
+        i += 4;
+        continue;
+      }
+      if (keyword("esac") && cases.length > 0) {
+        cases.pop();
+        i += 4;
+        continue;
+      }
       if (c === open) depth++;
       else if (c === close) {
+        if (cases.length > 0 && cases[cases.length - 1] === depth) {
+          i++;
+          continue;
+        }
         depth--;
         if (depth === 0) return i;
       }
@@ -244,14 +276,19 @@ class Scanner {
     return s.length;
   }
 
-  #nestedScript(script: string): void {
+  #nestedScript(script: string, speculative = false): void {
     if (this.depth >= MAX_DEPTH) {
       this.problems.push("commands nested too deeply to check");
       return;
     }
     const parsed = parseShell(script, this.depth + 1);
-    this.nested.push(...parsed.commands);
-    this.problems.push(...parsed.problems);
+    if (speculative) {
+      // Arithmetic that does not parse is not a problem worth asking about, only a possible command.
+      this.nested.push(...parsed.commands.map((command) => ({ ...command, speculative: true })));
+    } else {
+      this.nested.push(...parsed.commands);
+      this.problems.push(...parsed.problems);
+    }
   }
 
   /** Reads one word, applying quote removal and noting expansions. */
@@ -343,16 +380,55 @@ class Scanner {
     return s.length;
   }
 
+  /** Checks every `$(...)`, `$((...))` and backtick group of `text` (the inside of double quotes, `${...}`). */
+  #nestedSubstitutions(text: string): void {
+    if (!text.includes("$(") && !text.includes("`")) return;
+    // A scanner over the text alone finds the groups with the same quoting and nesting rules.
+    const inner = new Scanner(text, this.depth);
+    for (let i = 0; i < text.length; i++) {
+      if (text[i] === "\\") {
+        i++;
+        continue;
+      }
+      if (text[i] === "$" && text[i + 1] === "(") i = inner.readExpansionAt(i) - 1;
+      else if (text[i] === "`") {
+        const end = inner.backtickEndAt(i + 1);
+        inner.nestedScriptOf(text.slice(i + 1, end).replace(/\\([`\\$])/g, "$1"));
+        i = end;
+      }
+    }
+    this.nested.push(...inner.nested);
+    this.problems.push(...inner.problems);
+  }
+
+  /** {@link Scanner.#readExpansion} for another scanner's use. */
+  readExpansionAt(from: number): number {
+    return this.#readExpansion(from);
+  }
+
+  /** {@link Scanner.#backtickEnd} for another scanner's use. */
+  backtickEndAt(from: number): number {
+    return this.#backtickEnd(from);
+  }
+
+  /** {@link Scanner.#nestedScript} for another scanner's use. */
+  nestedScriptOf(script: string): void {
+    this.#nestedScript(script);
+  }
+
   /** Reads `$name`, `${...}`, `$(...)`, `$((...))` starting at `from`; returns the index after it. */
   #readExpansion(from: number): number {
     const s = this.source;
     const next = s[from + 1];
     if (next === "(" && s[from + 2] === "(") {
+      // `end` is the ")" that closes the first "(", so the text between the parentheses is inner.
       const end = this.#balanced(from + 2, "(", ")");
-      // Arithmetic may still hold command substitutions.
-      const inner = s.slice(from + 3, end);
-      if (inner.includes("$(") || inner.includes("`")) this.#nestedScript(extractSubstitutions(inner));
-      return Math.min(s.length, end + 2);
+      const inner = s.slice(from + 3, Math.max(from + 3, end - 1));
+      // Arithmetic may still hold command substitutions, and what is not valid arithmetic runs as a
+      // command in a subshell in some shells: check it as a possible command too.
+      this.#nestedSubstitutions(inner);
+      this.#nestedScript(inner, true);
+      return Math.min(s.length, end + 1);
     }
     if (next === "(") {
       const end = this.#balanced(from + 2, "(", ")");
@@ -361,8 +437,7 @@ class Scanner {
     }
     if (next === "{") {
       const end = this.#balanced(from + 2, "{", "}");
-      const inner = s.slice(from + 2, end);
-      if (inner.includes("$(") || inner.includes("`")) this.#nestedScript(extractSubstitutions(inner));
+      this.#nestedSubstitutions(s.slice(from + 2, end));
       return end + 1;
     }
     let i = from + 1;
@@ -386,32 +461,9 @@ class Scanner {
       text += c;
     }
     // Substitutions inside the quotes run commands too.
-    if (inner.includes("$(") || inner.includes("`")) this.#nestedScript(extractSubstitutions(inner));
+    this.#nestedSubstitutions(inner);
     return { text, dynamic };
   }
-}
-
-/** The bodies of every `$(...)` and backtick group in `text`, one per line, for checking as commands. */
-function extractSubstitutions(text: string): string {
-  const parts: string[] = [];
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === "$" && text[i + 1] === "(" && text[i + 2] !== "(") {
-      let depth = 1;
-      let j = i + 2;
-      for (; j < text.length && depth > 0; j++) {
-        if (text[j] === "(") depth++;
-        else if (text[j] === ")") depth--;
-      }
-      parts.push(text.slice(i + 2, j - 1));
-      i = j - 1;
-    } else if (text[i] === "`") {
-      const end = text.indexOf("`", i + 1);
-      if (end === -1) break;
-      parts.push(text.slice(i + 1, end));
-      i = end;
-    }
-  }
-  return parts.join("\n");
 }
 
 function decodeAnsiC(body: string): string {
