@@ -63,6 +63,39 @@ describe("sbox mcp", () => {
     expect(stderr).toContain(`destroyed ${id}`);
   });
 
+  it("SIGTERM to sbox mcp ends the session: its sandbox is destroyed before the process exits", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [SBOX_BIN, "mcp", "--provider", "local"],
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...home.env },
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "desktop-like", version: "1.0.0" });
+    await client.connect(transport);
+    await client.callTool({ name: "run_command", arguments: { command: "true" } });
+    expect(idsOf(await home.run(["ls", "--json"]))).toHaveLength(1);
+    const pid = transport.pid!;
+    const exited = new Promise<void>((resolve) => {
+      transport.onclose = () => resolve();
+    });
+    process.kill(pid, "SIGTERM");
+    await exited;
+    await waitUntil(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      20_000,
+      "sbox mcp to exit",
+    );
+    expect(idsOf(await home.run(["ls", "--json"]))).toEqual([]);
+    await client.close().catch(() => undefined);
+  });
+
   it("refuses --http on a non-loopback address without a token, and a bad policy file, with clear errors", async () => {
     const open = await home.run(["mcp", "--http", "--host", "0.0.0.0", "--port", "0"], {
       env: { SBOX_MCP_TOKEN: "" },

@@ -132,4 +132,25 @@ describe("OpenAI Agents runner with a ScriptedModel", () => {
     expect(JSON.stringify(outputs[3])).toContain("outside the allowed directory");
     expect(JSON.stringify(outputs[4])).toContain("hello 48");
   });
+
+  it("an ask rule becomes a run interruption; the approved call then runs", async () => {
+    const sandbox = await env.create();
+    await sandbox.files.write("junk.txt", "x");
+    const model = new ScriptedModel([
+      [functionCall("remove_file", { path: "junk.txt" }, { callId: "r1" })],
+      [assistantMessage("removed")],
+    ]);
+    const agent = new Agent({
+      name: "cleaner",
+      model,
+      tools: createOpenAIAgentsTools(sandbox, { policy: { tools: { remove_file: "ask" } } }),
+    });
+    const first = await run(agent, "clean up");
+    expect(first.interruptions).toHaveLength(1);
+    expect(await sandbox.files.exists("junk.txt")).toBe(true);
+    first.state.approve(first.interruptions[0]!);
+    const second = await run(agent, first.state);
+    expect(second.finalOutput).toBe("removed");
+    expect(await sandbox.files.exists("junk.txt")).toBe(false);
+  });
 });
