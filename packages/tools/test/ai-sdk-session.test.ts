@@ -214,6 +214,31 @@ function suite(label: string, makeProvider: () => SandboxProvider, skip: string 
 }
 
 suite("provider-local", () => localProvider(root.dir), undefined);
+
+describe("createSandboxSession with command rules", () => {
+  it("run and spawn refuse a denied command before it starts", async () => {
+    const env = clientFor(localProvider(root.dir));
+    try {
+      const sandbox = (await env.create()) as unknown as Sandbox;
+      const session = await createSandboxSession(sandbox, {
+        commands: { deny: ["rm -rf"] },
+        description: "A test box.",
+      });
+      expect(session.description).toContain("A test box.");
+      await sandbox.files.write("keep.txt", "x");
+      await expect(session.run({ command: "cd . && rm -rf keep.txt" })).rejects.toMatchObject({
+        code: "Unauthorized",
+      });
+      await expect(session.spawn({ command: "sudo rm -fr keep.txt" })).rejects.toMatchObject({
+        code: "Unauthorized",
+      });
+      expect(await sandbox.files.exists("keep.txt")).toBe(true);
+      expect((await session.run({ command: "cat keep.txt" })).stdout).toBe("x");
+    } finally {
+      await env.cleanup();
+    }
+  });
+});
 suite("docker", dockerProvider, DOCKER_MISSING);
 
 afterAll(() => {
