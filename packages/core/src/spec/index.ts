@@ -15,6 +15,7 @@ export type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabili
 export { CAPABILITY_NAMES, isCapabilityName } from "../capabilities/capability-names.js";
 export type { ManifestProblem } from "../capabilities/manifest.js";
 export { checkProviderManifest } from "../capabilities/manifest.js";
+export { argvScript, displayOfScript, EXEC_ARGS_SCRIPT } from "../emulation/argv-script.js";
 export { shellCommandOf, shellQuote, shellQuoteArgv } from "../emulation/shell-quote.js";
 export type { SandboxErrorCode } from "../errors/error-codes.js";
 export { SANDBOX_ERROR_CODES } from "../errors/error-codes.js";
