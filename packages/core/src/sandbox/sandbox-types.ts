@@ -3,6 +3,7 @@ import type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabili
 import type { DirEntry, FileInfo, WatchEvent } from "../spec/files-types.js";
 import type {
   CodeRunResult,
+  PartialInfo,
   PortInfo,
   ProcessInfo,
   SandboxMetrics,
@@ -64,6 +65,16 @@ export interface CommandHandle extends PromiseLike<ExecResult>, AsyncIterable<Ou
   kill(signal?: string): Promise<void>;
 }
 
+/** Options of `kill()`. */
+export interface KillOptions {
+  /**
+   * How long to wait after the first signal before sending SIGKILL, if the process is still there.
+   * Default 3000 ms when no signal is named (SIGTERM first); with a named signal there is no SIGKILL
+   * unless this is given. 0 sends SIGKILL right after the first signal.
+   */
+  graceMs?: number | undefined;
+}
+
 /** A background process. */
 export interface SandboxProcess {
   readonly pid: number;
@@ -72,7 +83,12 @@ export interface SandboxProcess {
   readonly stderr: AsyncIterable<string>;
   /** Resolves with the exit when the process ends. */
   wait(): Promise<{ exitCode: number; signal?: string | undefined }>;
-  kill(signal?: string): Promise<void>;
+  /**
+   * Signals the process and its whole tree: without a signal SIGTERM, then SIGKILL after
+   * `options.graceMs` (default 3000 ms) if it is still there; with a signal only that one (unless
+   * `graceMs` is given). Resolves once the process ended or the last signal was sent.
+   */
+  kill(signal?: string, options?: KillOptions): Promise<void>;
   writeStdin(data: string | Uint8Array): Promise<void>;
   closeStdin(): Promise<void>;
 }
@@ -90,8 +106,12 @@ export interface CommandsApi {
   list(): Promise<ProcessInfo[]>;
   /** Re-attaches to a background process, also from another client or OS process (`background`). */
   connect(pid: number): Promise<SandboxProcess>;
-  /** Signals a process and its whole tree (`killProcess`). */
-  kill(pid: number, signal?: string): Promise<void>;
+  /**
+   * Signals a process and its whole tree (`killProcess`): without a signal SIGTERM, then SIGKILL after
+   * `options.graceMs` (default 3000 ms) if it is still running; with a signal only that one (unless
+   * `graceMs` is given).
+   */
+  kill(pid: number, signal?: string, options?: KillOptions): Promise<void>;
 }
 
 /** `sandbox.files`: always present, emulated over exec where the provider has no file API. */
@@ -191,6 +211,8 @@ export interface SandboxInfo {
   expiresAt?: Date | undefined;
   /** The provider's own description. */
   raw: unknown;
+  /** Set by `list()` when part of this sandbox could not be read: what is missing, and why. */
+  partial?: PartialInfo | undefined;
 }
 
 /** Which gated namespace each capability opens. */
