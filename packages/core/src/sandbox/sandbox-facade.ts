@@ -47,6 +47,7 @@ export function toSandboxInfo(provider: string, info: DriverSandboxInfo): Sandbo
   };
   if (info.createdAt) result.createdAt = info.createdAt;
   if (expiresAt) result.expiresAt = expiresAt;
+  if (info.partial) result.partial = info.partial;
   return result;
 }
 
