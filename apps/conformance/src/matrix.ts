@@ -104,9 +104,11 @@ async function runTarget(target: ConformanceTarget, module: ProviderModule): Pro
     log(`- ${target.id} (${mode}): running`);
     let report: ConformanceReport;
     try {
+      const factory = target.factory(module, tempDir);
       report = await runConformanceReport({
         ...(target.options ?? {}),
-        provider: target.factory(module, tempDir),
+        provider: () => factory(),
+        providerWithOptions: factory,
         primitivesOnly: mode === "primitives-only",
         only: onlyCases,
         onCase: (c) => {

@@ -22,6 +22,7 @@ import {
   metadataOf,
   parseExpiry,
 } from "./docker-labels.js";
+import { DEFAULT_IMAGE_ENV } from "./docker-options.js";
 import { TarFirstEntryReader } from "./docker-tar.js";
 
 /** A new sandbox id: the container name. Names (unlike container ids) survive a snapshot restore. */
@@ -92,7 +93,7 @@ async function createContainer(
         isCode(pullError, "Timeout") || isCode(pullError, "Aborted")
           ? (pullError as { code: "Timeout" }).code
           : "NotFound",
-        `docker create: image ${image} is not on the engine and could not be pulled (${(pullError as Error).message})`,
+        `docker create: image ${image} is not on the engine and could not be pulled (${(pullError as Error).message}); use an image the engine has (spec.template, the image option or ${DEFAULT_IMAGE_ENV})`,
         { cause: pullError, retryable: false },
       );
     }

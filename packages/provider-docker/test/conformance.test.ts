@@ -48,9 +48,18 @@ if (ENGINE.ok) {
   ensureTestImage();
   const labels = { [RUN_LABEL]: RUN_ID };
   const provider = () => docker({ image: TEST_IMAGE, labels });
-  runConformance({ provider, exclude, fixtures: { volume: VOLUME }, label: "docker (busybox)" });
+  const providerWithOptions = (extra: Record<string, unknown>) =>
+    docker({ image: TEST_IMAGE, labels, ...extra });
   runConformance({
     provider,
+    providerWithOptions,
+    exclude,
+    fixtures: { volume: VOLUME },
+    label: "docker (busybox)",
+  });
+  runConformance({
+    provider,
+    providerWithOptions,
     exclude,
     fixtures: { volume: VOLUME },
     primitivesOnly: true,
