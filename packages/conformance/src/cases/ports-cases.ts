@@ -28,6 +28,11 @@ function randomPort(): number {
 async function serveToken(ctx: ConformanceContext): Promise<ServedSandbox> {
   const port = randomPort();
   const sandbox = await ctx.createSandbox(ctx.provider.honours.includes("ports") ? { ports: [port] } : {});
+  return serveIn(ctx, sandbox, port);
+}
+
+/** Writes a fresh token file into `sandbox` and serves it on `port` from inside. */
+async function serveIn(ctx: ConformanceContext, sandbox: Sandbox, port: number): Promise<ServedSandbox> {
   const ports = sandbox.ports;
   if (!ports) throw new ConformanceFailure("expected sandbox.ports to be defined (exposePort is supported)");
   const dir = await ctx.scratchDir(sandbox);
@@ -123,6 +128,34 @@ export function portsCases(): ConformanceCase[] {
           check(
             !after.some((p) => p.port === served.port),
             `expected ports.list() not to include ${served.port} after unexpose, got ${show(after)}`,
+          );
+        }
+      },
+    },
+    {
+      id: "ports.expose.after-resume",
+      title:
+        "after stop and resume, ports.expose(port) returns a URL at which the sandbox's server answers again (not the address it had before the stop)",
+      requires: ["exposePort", "background", "stop"],
+      timeoutMs: 150_000,
+      async run(ctx) {
+        const before = await serveToken(ctx);
+        const first = await before.ports.expose(before.port);
+        const firstOutcome = await fetchUntil(joinUrl(first.url, "/conformance.txt"), before.token, 30_000);
+        if (firstOutcome !== "ok") {
+          throw new ConformanceFailure(
+            `expected ${first.url}/conformance.txt to answer before the stop, last got ${firstOutcome} (server output ${show(before.log())})`,
+          );
+        }
+        await before.sandbox.stop();
+        await before.sandbox.resume();
+        // Processes do not survive a stop: serve again, with a new token so an old answer cannot pass.
+        const after = await serveIn(ctx, before.sandbox, before.port);
+        const second = await after.ports.expose(after.port);
+        const outcome = await fetchUntil(joinUrl(second.url, "/conformance.txt"), after.token, 30_000);
+        if (outcome !== "ok") {
+          throw new ConformanceFailure(
+            `expected the URL ports.expose returned after stop and resume (${second.url}) to answer with the new token, last got ${outcome} (URL before the stop: ${first.url}; server output ${show(after.log())})`,
           );
         }
       },
