@@ -3,6 +3,17 @@
  * work with the `Sandbox` facade; providers implement the driver spec from `@sbox/core/spec`.
  */
 
+export type {
+  CapabilityArea,
+  CapabilityDescription,
+  EmulationDescription,
+} from "./capabilities/capability-descriptions.js";
+export {
+  CAPABILITY_AREAS,
+  CAPABILITY_DESCRIPTIONS,
+  EMULATION_DESCRIPTIONS,
+  FLAG_DESCRIPTIONS,
+} from "./capabilities/capability-descriptions.js";
 export type { LossyEmulation } from "./capabilities/capability-emulation.js";
 export {
   AUTOMATIC_EMULATIONS,
