@@ -78,8 +78,11 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** The entry point: creates, connects to, lists and reaps sandboxes of one provider (plus fallbacks). */
-export interface SandboxClient<TCaps extends CapabilityMap = CapabilityMap> {
+/**
+ * The entry point: creates, connects to, lists and reaps sandboxes of one provider (plus fallbacks).
+ * `await using client = createSandboxClient(...)` disposes it when the block ends.
+ */
+export interface SandboxClient<TCaps extends CapabilityMap = CapabilityMap> extends AsyncDisposable {
   /** The provider's name. */
   readonly provider: string;
   /** The effective capabilities (after emulation). */
@@ -93,4 +96,6 @@ export interface SandboxClient<TCaps extends CapabilityMap = CapabilityMap> {
   reap(options?: CallOptions): Promise<SandboxInfo[]>;
   /** Releases the provider's clients and sockets. */
   dispose(): Promise<void>;
+  /** Disposes the client: what `await using` calls at the end of its block. */
+  [Symbol.asyncDispose](): Promise<void>;
 }

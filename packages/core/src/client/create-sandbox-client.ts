@@ -229,6 +229,8 @@ export function createSandboxClient<
       }
       if (errors.length > 0) throw errors[0];
     },
+    // `await using client = ...` disposes it at the end of the block.
+    [Symbol.asyncDispose]: () => client.dispose(),
   };
 
   async function* listSandboxes(filter: ListFilter & CallOptions): AsyncGenerator<SandboxInfo> {

@@ -121,6 +121,8 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
         return driverMethod(context, driver.doMetrics, "metrics")(handle, call());
       }),
     raw: () => handle.native,
+    // `await using sandbox = ...` destroys it at the end of the block (destroy is idempotent).
+    [Symbol.asyncDispose]: () => sandbox.destroy(),
     commands: createCommandsApi(context),
     files: createFilesApi(context),
     ...gated,

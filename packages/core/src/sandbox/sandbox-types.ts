@@ -257,8 +257,11 @@ export type NamespaceOf<C extends CapabilityName> = {
 /** A sandbox: one API whatever the provider. Gated namespaces are typed by the provider's capability map. */
 export type Sandbox<TCaps extends CapabilityMap = CapabilityMap> = SandboxBase<TCaps> & GatedApis<TCaps>;
 
-/** The always-present part of a sandbox. */
-export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> {
+/**
+ * The always-present part of a sandbox. `await using sandbox = await client.create()` destroys it when the
+ * block ends (`Symbol.asyncDispose` calls `destroy()`).
+ */
+export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> extends AsyncDisposable {
   /** `"<provider>:<native id>"`, accepted by `client.connect`. */
   readonly id: string;
   readonly provider: string;
@@ -274,6 +277,8 @@ export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> {
   resume(): Promise<void>;
   /** Destroys the sandbox; calling it again is harmless. */
   destroy(): Promise<void>;
+  /** Destroys the sandbox: what `await using` calls at the end of its block. */
+  [Symbol.asyncDispose](): Promise<void>;
   metrics(): Promise<SandboxMetrics>;
   /** The native SDK object, as an escape hatch. */
   raw(): unknown;
