@@ -4,10 +4,11 @@ import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import type { DriverSandbox, DriverSandboxInfo } from "../spec/provider-spec.js";
 import { createCommandsApi } from "./commands-api.js";
 import { createFilesApi } from "./files-api.js";
+import { writeMany } from "./files-write-many.js";
 import { createGatedApis } from "./gated-apis.js";
 import type { ProviderRuntime } from "./provider-runtime.js";
 import { driverMethod, guard, requireCapability, type SandboxContext } from "./sandbox-context.js";
-import type { NamespaceCapability, Sandbox, SandboxInfo } from "./sandbox-types.js";
+import type { FilesApi, NamespaceCapability, Sandbox, SandboxInfo } from "./sandbox-types.js";
 
 /** What the client hands a new facade. */
 export interface SandboxFacadeOptions {
@@ -49,6 +50,14 @@ export function toSandboxInfo(provider: string, info: DriverSandboxInfo): Sandbo
   if (expiresAt) result.expiresAt = expiresAt;
   if (info.partial) result.partial = info.partial;
   return result;
+}
+
+/** The files namespace with `writeMany`, which writes through the namespace's own `write`. */
+function withWriteMany(context: SandboxContext, files: Omit<FilesApi, "writeMany">): FilesApi {
+  return {
+    ...files,
+    writeMany: (entries) => guard(context, "files.writeMany", () => writeMany(files.write, entries)),
+  };
 }
 
 function invalid(message: string): SandboxError {
@@ -124,7 +133,7 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
     // `await using sandbox = ...` destroys it at the end of the block (destroy is idempotent).
     [Symbol.asyncDispose]: () => sandbox.destroy(),
     commands: createCommandsApi(context),
-    files: createFilesApi(context),
+    files: withWriteMany(context, createFilesApi(context)),
     ...gated,
   };
   return sandbox as unknown as Sandbox;

@@ -114,6 +114,14 @@ export interface CommandsApi {
   kill(pid: number, signal?: string, options?: KillOptions): Promise<void>;
 }
 
+/** One file for `files.writeMany`. */
+export interface FileToWrite {
+  path: string;
+  data: string | Uint8Array | ReadableStream<Uint8Array>;
+  /** Permission bits, e.g. `0o755`. */
+  mode?: number | undefined;
+}
+
 /** `sandbox.files`: always present, emulated over exec where the provider has no file API. */
 export interface FilesApi {
   /** Writes a file, creating parent directories. */
@@ -122,6 +130,12 @@ export interface FilesApi {
     data: string | Uint8Array | ReadableStream<Uint8Array>,
     options?: { mode?: number | undefined },
   ): Promise<void>;
+  /**
+   * Writes many files in one call, one after another, each streamed like `write` (parent directories
+   * created). Takes an array or any (async) iterable of `{ path, data, mode? }`, so files can be produced
+   * as they are written; a failure names the file and how many were written before it.
+   */
+  writeMany(files: Iterable<FileToWrite> | AsyncIterable<FileToWrite>): Promise<void>;
   /** Reads a file; `NotFound` when missing. */
   read(path: string): Promise<Uint8Array>;
   /** Reads a file as UTF-8. */
