@@ -28,8 +28,10 @@ export type {
 } from "./capabilities/resolve-capabilities.js";
 export { resolveCapabilities } from "./capabilities/resolve-capabilities.js";
 export type * from "./client/client-types.js";
-export type { MergedCapabilities } from "./client/create-sandbox-client.js";
+export type { ClientFor, MergedCapabilities } from "./client/create-sandbox-client.js";
 export { createSandboxClient } from "./client/create-sandbox-client.js";
+export type * from "./client/spec-for.js";
 export { EXPIRES_AT_METADATA_KEY } from "./client/validate-spec.js";
+export type * from "./sandbox/method-gates.js";
 export type * from "./sandbox/sandbox-types.js";
 export * from "./spec/index.js";

@@ -1,4 +1,4 @@
-export type { DockerCapabilities } from "./docker-capabilities.js";
+export type { DockerCapabilities, DockerHonouredField } from "./docker-capabilities.js";
 export { dockerCapabilities, dockerFlags, dockerHonours } from "./docker-capabilities.js";
 export { toDockerError } from "./docker-errors.js";
 export type { DockerProviderOptions } from "./docker-options.js";

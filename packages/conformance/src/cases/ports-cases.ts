@@ -114,7 +114,7 @@ export function portsCases(): ConformanceCase[] {
             `expected ${info.url}/conformance.txt to answer 200 with the token, last got ${outcome} (server output ${show(served.log())})`,
           );
         }
-        // ports.list and ports.unexpose are optional in the spec: NotSupported is an honest answer.
+        // ports.list is optional in the spec: NotSupported is an honest answer.
         const listed = await optional(served.ports.list());
         if (listed !== NOT_SUPPORTED) {
           check(
@@ -122,6 +122,8 @@ export function portsCases(): ConformanceCase[] {
             `expected ports.list() to include ${served.port}, got ${show(listed)}`,
           );
         }
+        // unexpose is there only where the provider has it (Docker cannot unpublish a running container's port).
+        if (!served.ports.unexpose) return;
         if ((await optional(served.ports.unexpose(served.port))) === NOT_SUPPORTED) return;
         const after = await optional(served.ports.list());
         if (after !== NOT_SUPPORTED) {
@@ -196,6 +198,11 @@ export function portsCases(): ConformanceCase[] {
         let last = "no attempt";
         while (Date.now() < deadline) {
           try {
+            if (!served.ports.fetch) {
+              throw new ConformanceFailure(
+                "expected sandbox.ports.fetch to be defined (proxiedFetch is supported)",
+              );
+            }
             const response = await served.ports.fetch(served.port, "/conformance.txt");
             const body = await response.text();
             if (response.status === 200 && body === served.token) return;

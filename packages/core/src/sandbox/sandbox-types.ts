@@ -11,6 +11,7 @@ import type {
   SshAccess,
 } from "../spec/provider-spec.js";
 import type { EgressPolicy, SandboxState } from "../spec/sandbox-spec.js";
+import type { KnownMethods, PortFetch, PortsApiOf, PortUnexpose, UnknownMethods } from "./method-gates.js";
 
 /** The effective capabilities of a client or sandbox: the map after emulation, plus the flags. */
 export interface Capabilities<TCaps extends CapabilityMap = CapabilityMap> {
@@ -157,13 +158,19 @@ export interface FilesApi {
   ): Promise<{ close(): Promise<void> }>;
 }
 
-/** `sandbox.ports` (`exposePort`). */
+/**
+ * `sandbox.ports` (`exposePort`) of a sandbox whose provider is not known more precisely. `unexpose` is
+ * there only where the provider has it, `fetch` only where `proxiedFetch` is supported: undefined
+ * otherwise, at runtime and in the type (a sandbox of a known provider has them typed exactly, see
+ * `PortsApiOf`).
+ */
 export interface PortsApi {
   expose(port: number, options?: { private?: boolean | undefined }): Promise<PortInfo>;
   list(): Promise<PortInfo[]>;
-  unexpose(port: number): Promise<void>;
+  /** Stops exposing a port, where the provider can. */
+  readonly unexpose?: PortUnexpose | undefined;
   /** Fetches from a port through the provider (`proxiedFetch`). */
-  fetch(port: number, path: string, init?: RequestInit): Promise<Response>;
+  readonly fetch?: PortFetch | undefined;
 }
 
 /** `sandbox.snapshots` (`snapshot`). */
@@ -258,9 +265,14 @@ export type Gate<TLevel extends CapabilityLevel, TApi> = [TLevel] extends ["unsu
     ? TApi | undefined
     : TApi;
 
-/** The gated namespaces of a sandbox with capability map `TCaps`. */
-export type GatedApis<TCaps extends CapabilityMap> = {
-  readonly [K in keyof GatedNamespaces]: Gate<TCaps[NamespaceCapability[K]], GatedNamespaces[K]>;
+/**
+ * The gated namespaces of a sandbox with capability map `TCaps`; `ports` is gated method by method too
+ * (`PortsApiOf`), by the map and by what the provider's type says of its methods (`TMethods`).
+ */
+export type GatedApis<TCaps extends CapabilityMap, TMethods extends KnownMethods = UnknownMethods> = {
+  readonly [K in keyof GatedNamespaces]: K extends "ports"
+    ? Gate<TCaps["exposePort"], PortsApiOf<TCaps, TMethods>>
+    : Gate<TCaps[NamespaceCapability[K]], GatedNamespaces[K]>;
 };
 
 /** The namespace opened by capability `C`, if any. */
@@ -268,8 +280,14 @@ export type NamespaceOf<C extends CapabilityName> = {
   [K in keyof NamespaceCapability]: NamespaceCapability[K] extends C ? K : never;
 }[keyof NamespaceCapability];
 
-/** A sandbox: one API whatever the provider. Gated namespaces are typed by the provider's capability map. */
-export type Sandbox<TCaps extends CapabilityMap = CapabilityMap> = SandboxBase<TCaps> & GatedApis<TCaps>;
+/**
+ * A sandbox: one API whatever the provider. Gated namespaces are typed by the provider's capability map,
+ * and `ports` method by method by what the provider's type says of its optional methods (`TMethods`).
+ */
+export type Sandbox<
+  TCaps extends CapabilityMap = CapabilityMap,
+  TMethods extends KnownMethods = UnknownMethods,
+> = SandboxBase<TCaps> & GatedApis<TCaps, TMethods>;
 
 /**
  * The always-present part of a sandbox. `await using sandbox = await client.create()` destroys it when the
