@@ -26,6 +26,7 @@ export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
 export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../errors/to-sandbox-error.js";
 export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
+export { isMissingPackage, optionalPackageError } from "./optional-package.js";
 export type { ProviderOptionRule, ProviderOptionRules } from "./provider-options.js";
 export { optionRules, validateProviderOptions } from "./provider-options.js";
 export type * from "./provider-spec.js";
