@@ -3,11 +3,11 @@
  * rewrote the workspace ranges): every library names core as a caret peer range, never as a dependency
  * pinned to one exact version; the CLI, an application, depends on its workspace packages by caret range.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { packageDir, packedManifest, packPackages } from "../src/install-probe.js";
+import { packageDir, packedManifest, packPackages, REPO_ROOT } from "../src/install-probe.js";
 
 const LIBRARIES = [
   "conformance",
@@ -86,5 +86,31 @@ describe("the packed manifests", () => {
         default: expect.stringMatching(/\.cjs$/),
       });
     }
+  });
+});
+
+describe("the README's package table", () => {
+  it("names every published package of the workspace", () => {
+    const published: string[] = [];
+    for (const group of ["packages", "apps"]) {
+      for (const dir of readdirSync(join(REPO_ROOT, group))) {
+        try {
+          const manifest = JSON.parse(readFileSync(join(REPO_ROOT, group, dir, "package.json"), "utf8")) as {
+            name: string;
+            private?: boolean;
+          };
+          if (!manifest.private) published.push(manifest.name);
+        } catch {
+          // Not a package directory.
+        }
+      }
+    }
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const table = readme.slice(
+      readme.indexOf("## Packages"),
+      readme.indexOf("\n## ", readme.indexOf("## Packages") + 1),
+    );
+    expect(published.length).toBeGreaterThan(5);
+    expect(published.filter((name) => !table.includes(`| \`${name}\` |`))).toEqual([]);
   });
 });
