@@ -30,7 +30,10 @@ export function packPackages(names: readonly string[], into: string): string[] {
   mkdirSync(into, { recursive: true });
   const before = new Set(readdirSync(into));
   for (const name of names) {
-    execFileSync("pnpm", ["pack", "--pack-destination", into], { cwd: packageDir(name), stdio: "ignore" });
+    const dir = packageDir(name);
+    // A tarball without its build would test nothing a user gets.
+    if (!existsSync(join(dir, "dist"))) throw new Error(`${dir}/dist is missing: run pnpm build first`);
+    execFileSync("pnpm", ["pack", "--pack-destination", into], { cwd: dir, stdio: "ignore" });
   }
   return readdirSync(into)
     .filter((file) => file.endsWith(".tgz") && !before.has(file))
