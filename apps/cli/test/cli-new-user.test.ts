@@ -179,7 +179,7 @@ describe("16. background processes by the id sbox prints; --name wherever an id 
     expect(after.find((process) => process.pid === Number(pid))?.running).toBe(false);
   });
 
-  it("--name works for exec, info, stop, resume and rm; a second sandbox of that name is refused", async () => {
+  it("--name works for exec, info, cp, stop, resume and rm; a second sandbox of that name is refused", async () => {
     const id = await create("--name", "web");
     const ran = await home.run(["exec", "--name", "web", "echo", "by-name"]);
     expect(ran.stdout).toBe("by-name\n");
@@ -188,6 +188,13 @@ describe("16. background processes by the id sbox prints; --name wherever an id 
       name: string;
     };
     expect(info).toMatchObject({ id, name: "web" });
+    const copied = await home.run(["cp", "--name", "web", "-", ":/workspace/by-name.txt"], {
+      input: "copied\n",
+    });
+    expect(copied.code).toBe(0);
+    expect((await home.run(["exec", "--name", "web", "cat", "/workspace/by-name.txt"])).stdout).toBe(
+      "copied\n",
+    );
     expect((await home.run(["stop", "--name", "web"])).stdout).toBe(`${id}\n`);
     expect((await home.run(["resume", "--name", "web"])).stdout).toBe(`${id}\n`);
     const again = await home.run(["create", "--name", "web"]);
