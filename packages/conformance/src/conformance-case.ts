@@ -62,6 +62,11 @@ export interface ConformanceContext {
   createSandbox(spec?: SandboxSpec): Promise<Sandbox>;
   /** Destroys `sandbox` when the case ends (for sandboxes made by `fork`, `connect`, ...). */
   track(sandbox: Sandbox): Sandbox;
+  /**
+   * Calls the test file's `providerWithOptions(options)` (the provider's factory with extra options);
+   * skips the case, naming the missing option, when the test file gave none.
+   */
+  providerWithOptions(options: Record<string, unknown>): SandboxProvider;
   /** A second client over a fresh provider instance, as another process would have; disposed at case end. */
   secondClient(): SandboxClient;
   /**

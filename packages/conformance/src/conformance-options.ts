@@ -10,6 +10,12 @@ export interface ConformanceOptions {
    * declaration decides which cases run.
    */
   provider: () => SandboxProvider;
+  /**
+   * Makes the provider with further factory options on top of the run's own, e.g.
+   * `(extra) => local({ root, ...extra })`. The kit uses it to check that an option the provider does not
+   * know is refused (`options.unknown-refused`); without it that case is skipped, saying so.
+   */
+  providerWithOptions?: ((options: Record<string, unknown>) => SandboxProvider) | undefined;
   /** Hide every driver method the core can emulate, so the emulations run on this backend. */
   primitivesOnly?: boolean | undefined;
   /**

@@ -269,6 +269,14 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
         ownSandboxes.push(sandbox);
         return sandbox;
       },
+      providerWithOptions: (extra) => {
+        if (!options.providerWithOptions) {
+          throw new ConformanceSkip(
+            "the test file passes no providerWithOptions, so the kit cannot give the factory an option",
+          );
+        }
+        return options.providerWithOptions(extra);
+      },
       secondClient: () => {
         if (!rawProvider) throw new ConformanceFailure(setupError ?? "no provider");
         const second = makeClient(options.provider());

@@ -11,13 +11,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  argvScript,
   type DriverExecRequest,
   type DriverExecResult,
   type DriverSandbox,
   defineProvider,
   SandboxError,
   type SandboxProvider,
-  shellCommandOf,
 } from "../src/spec/index.js";
 
 export type Userland = "dash" | "busybox";
@@ -171,7 +171,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
   const exec = (sandbox: DriverSandbox<ShNative>, request: DriverExecRequest): Promise<DriverExecResult> =>
     new Promise((resolve, reject) => {
       if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted before start"));
-      const script = shellCommandOf(request.command);
+      const script = "shell" in request.command ? request.command.shell : argvScript(request.command.argv);
       longest = Math.max(longest, Buffer.byteLength(script));
       const shell =
         options.userland === "dash"

@@ -6,6 +6,7 @@ import { DockerDemuxer } from "./docker-demux.js";
 import { abortedError, bounded, type DockerEngine } from "./docker-engine.js";
 import { dockerSandboxError, toDockerError } from "./docker-errors.js";
 import { EXEC_MARKER_VARIABLE, killMarkerCommand } from "./docker-kill.js";
+import { type OciStartFailure, ociStartFailure } from "./docker-oci-failure.js";
 
 /** One command to run in a container. */
 export interface DockerExecInput {
@@ -24,7 +25,7 @@ export interface DockerExecInput {
 /** How long killing a tree after an abort may take before the abort is reported anyway. */
 const KILL_BOUND_MS = 10_000;
 
-/** runc reports "OCI runtime exec failed" on stdout when the process could not even start. */
+/** runc reports "OCI runtime exec failed" on stdout when the process could not even start (see docker-oci-failure.ts). */
 const OCI_FAILURE = /^OCI runtime exec failed/;
 
 /** A random tag for one exec's process tree. */
@@ -209,6 +210,7 @@ export async function runExec(
 
   let first = true;
   let ociFailure = false;
+  let startFailure: OciStartFailure | undefined;
   const demuxer = new DockerDemuxer(
     (chunk) => {
       if (first) {
@@ -219,12 +221,14 @@ export async function runExec(
           )
         ) {
           ociFailure = true;
-          input.onStderr(chunk);
+          startFailure = ociStartFailure(Buffer.from(chunk).toString("utf8"));
+          input.onStderr(startFailure ? Buffer.from(startFailure.message) : chunk);
           return;
         }
       }
-      if (ociFailure) input.onStderr(chunk);
-      else input.onStdout(chunk);
+      if (ociFailure) {
+        if (!startFailure) input.onStderr(chunk);
+      } else input.onStdout(chunk);
     },
     (chunk) => {
       first = false;
@@ -274,7 +278,8 @@ export async function runExec(
     throw toDockerError(stdinFailure, "exec stdin");
   }
   let exitCode = await Promise.race([exitOf(engine, exec, signal), aborted]);
-  if (ociFailure && exitCode === 126) exitCode = 127;
+  if (startFailure) exitCode = startFailure.exitCode;
+  else if (ociFailure && exitCode === 126) exitCode = 127;
   return { exitCode };
 }
 

@@ -8,6 +8,7 @@ import {
 import type Dockerode from "dockerode";
 import {
   type DockerCapabilities,
+  type DockerHonouredField,
   dockerCapabilities,
   dockerFlags,
   dockerHonours,
@@ -52,8 +53,15 @@ import {
 /** What `sandbox.raw()` returns for a Docker sandbox: the dockerode container (addressed by name). */
 export type DockerSandboxNative = Dockerode.Container;
 
-/** The Docker provider type. */
-export type DockerProvider = SandboxProvider<DockerCapabilities, DockerSandboxNative>;
+/**
+ * The Docker provider type. It says what the capability map cannot: Docker publishes ports for the
+ * container's life, so there is no `doUnexposePort` (`sandbox.ports.unexpose` does not type-check), and
+ * which spec fields it honours (others fail to type-check in `create`).
+ */
+export type DockerProvider = SandboxProvider<DockerCapabilities, DockerSandboxNative> & {
+  readonly doUnexposePort?: undefined;
+  readonly honours: readonly DockerHonouredField[];
+};
 
 function argvOf(command: DriverCommand): string[] {
   if ("shell" in command) return ["sh", "-c", command.shell];
@@ -110,6 +118,7 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
   ): Promise<string> =>
     path.startsWith("/") ? absolutePath(path, "/") : absolutePath(path, await workdir(s, signal));
 
+  // The declaration is checked by defineProvider; the type adds what it says beyond the map (see DockerProvider).
   return defineProvider<DockerCapabilities, DockerSandboxNative>({
     specificationVersion: "v1",
     name: PROVIDER_NAME,
@@ -236,5 +245,5 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
     async doDispose() {
       workdirs.clear();
     },
-  });
+  }) as DockerProvider;
 }

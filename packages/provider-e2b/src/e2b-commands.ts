@@ -1,9 +1,11 @@
 import {
+  argvScript,
   type DriverCommand,
   type DriverExecRequest,
   type DriverExit,
   type DriverOutputCallbacks,
   type DriverProcess,
+  displayOfScript,
   type ProcessInfo,
   SandboxError,
   shellQuoteArgv,
@@ -22,10 +24,13 @@ const STDIN_CHUNK = 256 * 1024;
 /** After an abort killed the tree, how long to wait for the daemon to report the end. */
 const ABORT_SETTLE_MS = 5_000;
 
-/** The command line the SDK runs with `bash -l -c`: a shell snippet as is, argv quoted word by word. */
+/**
+ * The command line the SDK runs with `bash -l -c`: a shell snippet as is, argv quoted word by word and
+ * run with `exec`, a missing program reported as a shell reports it (`argvScript`).
+ */
 export function commandLine(command: DriverCommand): string {
   if ("shell" in command) return command.shell;
-  return shellQuoteArgv(command.argv);
+  return argvScript(command.argv);
 }
 
 function abortError(signal: AbortSignal, operation: string): SandboxError {
@@ -299,7 +304,7 @@ export async function listProcesses(
     // The SDK runs every command as `/bin/bash -l -c <line>`: show the line the user gave.
     command:
       p.cmd === "/bin/bash" && p.args.length === 3 && p.args[0] === "-l" && p.args[1] === "-c"
-        ? p.args[2]!
+        ? displayOfScript(p.args[2]!)
         : [p.cmd, ...p.args].join(" "),
     running: true,
   }));

@@ -1,4 +1,9 @@
-import { SandboxError } from "@sbox/core/spec";
+import {
+  optionRules,
+  type ProviderOptionRules,
+  SandboxError,
+  validateProviderOptions,
+} from "@sbox/core/spec";
 
 /** Options of {@link e2b}. Every field is optional; without any, `E2B_API_KEY` and E2B's defaults are used. */
 export interface E2BProviderOptions {
@@ -53,8 +58,35 @@ export const DEFAULT_TIMEOUT_MS = 300_000;
 /** The environment variable the SDK reads the API key from. */
 export const API_KEY_ENV = "E2B_API_KEY";
 
-/** Fills in defaults; the API key falls back to `E2B_API_KEY` at the time the provider is made. */
+const milliseconds = () => optionRules.positiveNumber("a positive number of milliseconds");
+
+/** Every option of {@link e2b} and what it takes: anything else is refused, not ignored. */
+const E2B_OPTION_RULES: ProviderOptionRules = {
+  apiKey: optionRules.secret(),
+  domain: optionRules.nonEmptyString(),
+  template: optionRules.nonEmptyString(),
+  timeoutMs: milliseconds(),
+  requestTimeoutMs: milliseconds(),
+  user: optionRules.nonEmptyString(),
+  pauseKeepsMemory: optionRules.boolean(),
+  apiUrl: optionRules.nonEmptyString(),
+  sandboxUrl: optionRules.nonEmptyString(),
+  headers: optionRules.custom("an object of strings", (value) =>
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((entry) => typeof entry === "string")
+      ? undefined
+      : "must be an object of strings",
+  ),
+};
+
+/**
+ * Checks the options (unknown keys and bad values are `Validation` errors, naming the key, never a
+ * credential) and fills in defaults; the API key falls back to `E2B_API_KEY` at the time the provider is made.
+ */
 export function resolveE2BOptions(options: E2BProviderOptions): ResolvedE2BOptions {
+  validateProviderOptions("e2b", options, E2B_OPTION_RULES);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new SandboxError(

@@ -44,7 +44,10 @@ import { watchPath } from "./e2b-watch.js";
 export type E2BSandboxNative = E2BSandbox;
 
 /** The E2B provider type. */
-export type E2BProvider = SandboxProvider<E2BCapabilities, E2BSandboxNative>;
+export type E2BProvider = SandboxProvider<E2BCapabilities, E2BSandboxNative> & {
+  /** E2B's port URLs exist for the sandbox's life: there is no unexpose (`sandbox.ports.unexpose` does not type-check). */
+  readonly doUnexposePort?: undefined;
+};
 
 /**
  * The E2B provider, on the maintained `e2b` SDK (loaded on first use). Credentials come from `apiKey` or
@@ -102,5 +105,5 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
         Sandbox.updateNetwork(s.id, rules, connectionOptions(resolved, signal)),
       );
     },
-  });
+  }) as E2BProvider;
 }

@@ -12,14 +12,16 @@ import { TEST_API_KEY, TEST_DOMAIN } from "./e2b-test-env.js";
 const server: E2BTestServer = await startE2BTestServer({ apiKey: TEST_API_KEY });
 afterAll(() => server.close());
 
-const provider = () =>
+const providerWithOptions = (extra: Record<string, unknown> = {}) =>
   e2b({
     apiKey: TEST_API_KEY,
     apiUrl: server.apiUrl,
     sandboxUrl: server.sandboxUrl,
     domain: TEST_DOMAIN,
     timeoutMs: 30 * 60_000,
+    ...extra,
   });
+const provider = () => providerWithOptions();
 
 /** Cases the local test server cannot faithfully stand for; each is verified live only. */
 export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {
@@ -30,9 +32,15 @@ export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {
   "network.egress.allow-list": "the test server records egress rules but runs commands on the host network",
 };
 
-runConformance({ provider, exclude: TEST_SERVER_EXCLUDES, label: "e2b (local test server)" });
 runConformance({
   provider,
+  providerWithOptions,
+  exclude: TEST_SERVER_EXCLUDES,
+  label: "e2b (local test server)",
+});
+runConformance({
+  provider,
+  providerWithOptions,
   exclude: TEST_SERVER_EXCLUDES,
   primitivesOnly: true,
   label: "e2b (local test server)",

@@ -1,4 +1,9 @@
-import { SandboxError } from "@sbox/core/spec";
+import {
+  optionRules,
+  type ProviderOptionRules,
+  SandboxError,
+  validateProviderOptions,
+} from "@sbox/core/spec";
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 
 /** The public Machines API endpoint. */
@@ -97,12 +102,37 @@ function nonNegativeInteger(name: string, value: number | undefined, fallback: n
   return value;
 }
 
+/** Every option of {@link fly} and what it takes: anything else is refused, not ignored. */
+const FLY_OPTION_RULES: ProviderOptionRules = {
+  apiToken: optionRules.secret(),
+  appName: optionRules.nonEmptyString(),
+  region: optionRules.nonEmptyString(),
+  image: optionRules.nonEmptyString(),
+  apiBaseUrl: optionRules.nonEmptyString(),
+  fetch: optionRules.function(),
+  startTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  stopTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  execTimeoutSeconds: optionRules.positiveNumber("a positive number of seconds"),
+  retry: optionRules.object({
+    retries: optionRules.custom("a whole number of 0 or more", (value) =>
+      Number.isInteger(value) && (value as number) >= 0
+        ? undefined
+        : `must be a whole number of 0 or more, got ${String(value)}`,
+    ),
+    baseDelayMs: optionRules.positiveNumber("a positive number of milliseconds"),
+    maxDelayMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  }),
+  previewUrl: optionRules.function(),
+  cpuKind: optionRules.nonEmptyString(),
+};
+
 /**
  * Applies defaults and checks the shape of the options. Missing credentials are not an error here, so
  * that the declaration can be read (`sbox caps`) without them; every call checks them first.
  */
 export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFlyOptions {
   if (typeof options !== "object" || options === null) throw invalid("fly(): options must be an object");
+  validateProviderOptions(FLY_PROVIDER_NAME, options, FLY_OPTION_RULES);
   const base = options.apiBaseUrl ?? envVar("FLY_API_HOSTNAME") ?? DEFAULT_FLY_API_BASE_URL;
   let parsed: URL;
   try {

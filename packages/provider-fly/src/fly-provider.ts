@@ -32,9 +32,15 @@ const FLY_HONOURS: readonly SpecField[] = [
  * const sandbox = await client.create({ ports: [8080] });
  * ```
  */
-export function fly(
-  options: FlyProviderOptions = {},
-): SandboxProvider<typeof flyCapabilities, FlyMachineHandle> {
+/**
+ * The Fly provider type. Ports are declared at create, so there is no unexpose (`sandbox.ports.unexpose`
+ * does not type-check).
+ */
+export type FlyProvider = SandboxProvider<typeof flyCapabilities, FlyMachineHandle> & {
+  readonly doUnexposePort?: undefined;
+};
+
+export function fly(options: FlyProviderOptions = {}): FlyProvider {
   const resolved = resolveFlyOptions(options);
   const http = createFlyHttp(resolved);
   const lifecycle = flyLifecycle(http, resolved);
@@ -79,5 +85,5 @@ export function fly(
     doExposePort: (sandbox, port, { signal, private: isPrivate }) =>
       guard("ports.expose", () => ports.expose(sandbox.id, port, isPrivate, signal)),
     doListPorts: (sandbox, { signal }) => guard("ports.list", () => ports.list(sandbox.id, signal)),
-  });
+  }) as FlyProvider;
 }

@@ -11,10 +11,17 @@ import { testProvider } from "./fly-test-env.js";
 
 const server = await startFlyMachinesTestServer();
 const provider = () => testProvider(server);
+const providerWithOptions = (extra: Record<string, unknown>) => testProvider(server, extra);
 
-runConformance({ provider, fixtures: { region: "fra" }, label: "fly (local test server)" });
 runConformance({
   provider,
+  providerWithOptions,
+  fixtures: { region: "fra" },
+  label: "fly (local test server)",
+});
+runConformance({
+  provider,
+  providerWithOptions,
   fixtures: { region: "fra" },
   primitivesOnly: true,
   label: "fly (local test server)",

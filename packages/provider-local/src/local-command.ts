@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { userInfo } from "node:os";
-import type { DriverCommand } from "@sbox/core/spec";
+import { type DriverCommand, EXEC_ARGS_SCRIPT } from "@sbox/core/spec";
 import { bwrapArgs, SANDBOX_TMP, SANDBOX_WORKSPACE } from "./local-bwrap.js";
 import { localError } from "./local-errors.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
@@ -76,8 +76,9 @@ function readyPrefix(ready: boolean, swapStderr: boolean): string {
   return `printf . >&${READY_FD}; exec ${READY_FD}>&-${swap}; `;
 }
 
-// `exec "$@"` runs argv without any shell interpretation and reports a missing program as exit 127, the
-// same way with and without bubblewrap. A script runs through `eval` after `set --`, which behaves like
+// EXEC_ARGS_SCRIPT (core) ends in `exec "$@"`: argv runs without any shell interpretation, and a missing
+// program is reported as a shell reports it (`name: command not found`, exit 127) rather than in the
+// wrapper's words, the same way with and without bubblewrap. A script runs through `eval` after `set --`, which behaves like
 // `sh -c script` (no positional parameters) without a second shell.
 function commandArgv(shell: string, command: DriverCommand | undefined, prefix: string): string[] {
   if (command === undefined) return [shell];
@@ -87,7 +88,7 @@ function commandArgv(shell: string, command: DriverCommand | undefined, prefix: 
       : [shell, "-c", `${prefix}eval "set --; $1"`, "sh", command.shell];
   }
   if (command.argv.length === 0) throw localError("Validation", "a command needs at least one word");
-  return [shell, "-c", `${prefix}exec "$@"`, "sh", ...command.argv];
+  return [shell, "-c", `${prefix}${EXEC_ARGS_SCRIPT}`, "sh", ...command.argv];
 }
 
 function assertUser(user: string | undefined): void {

@@ -1,6 +1,7 @@
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { localError } from "./local-errors.js";
+import { optionRules, type ProviderOptionRules, validateProviderOptions } from "@sbox/core/spec";
+import { LOCAL_PROVIDER_NAME, localError } from "./local-errors.js";
 
 /** How commands are isolated: bubblewrap when available (`auto`), always (`bwrap`), or not at all (`none`). */
 export type LocalIsolationRequest = "auto" | "bwrap" | "none";
@@ -47,10 +48,27 @@ export function resolveStateRoot(options: LocalOptions, env: NodeJS.ProcessEnv =
   return join(homedir(), ".sbox", "local");
 }
 
+/** Every option of {@link local} and what it takes: anything else is refused, not ignored. */
+const LOCAL_OPTION_RULES: ProviderOptionRules = {
+  root: optionRules.nonEmptyString(),
+  isolation: optionRules.oneOf(["auto", "bwrap", "none"]),
+  network: optionRules.object({
+    egress: optionRules.custom('"allow-all" or "block-all"', (value) =>
+      value === "allow-all" || value === "block-all"
+        ? undefined
+        : `must be "allow-all" or "block-all" (allow-lists are not supported locally), got ${JSON.stringify(value)}`,
+    ),
+  }),
+  bwrapPath: optionRules.nonEmptyString(),
+  shell: optionRules.nonEmptyString(),
+  path: optionRules.nonEmptyString(),
+};
+
 /** Validates the options object itself (shapes only; nothing touches the filesystem). */
 export function validateLocalOptions(options: LocalOptions): void {
   if (typeof options !== "object" || options === null)
     throw localError("Validation", "local() options must be an object");
+  validateProviderOptions(LOCAL_PROVIDER_NAME, options, LOCAL_OPTION_RULES);
   const isolation = options.isolation;
   if (isolation !== undefined && isolation !== "auto" && isolation !== "bwrap" && isolation !== "none") {
     throw localError(

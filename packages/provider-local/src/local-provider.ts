@@ -86,9 +86,21 @@ export interface LocalSandboxHandle {
   readonly tmp: string;
 }
 
-/** The local provider with capability map `TCaps`. */
+/** A spec field the local provider honours (`template`, `volumes`, `resources` fail to type-check in `create`). */
+export type LocalHonouredField = Extract<
+  SpecField,
+  "name" | "env" | "metadata" | "ttlMs" | "ports" | "network"
+>;
+
+/**
+ * The local provider with capability map `TCaps`. Its type also says what the map cannot: it can unexpose
+ * a port (`sandbox.ports.unexpose` is always there), and which spec fields it honours.
+ */
 export type LocalProvider<TCaps extends typeof localCapabilities | typeof localUnisolatedCapabilities> =
-  SandboxProvider<TCaps, LocalSandboxHandle>;
+  SandboxProvider<TCaps, LocalSandboxHandle> & {
+    readonly doUnexposePort: NonNullable<ProviderDriver<LocalSandboxHandle>["doUnexposePort"]>;
+    readonly honours: readonly LocalHonouredField[];
+  };
 
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const MAX_FORK_COUNT = 64;
@@ -638,7 +650,7 @@ export function local(
     }
   }
 
-  const honours: SpecField[] = ["name", "env", "metadata", "ttlMs", "ports"];
+  const honours: LocalHonouredField[] = ["name", "env", "metadata", "ttlMs", "ports"];
   if (egressCapable) honours.push("network");
   const declaration = {
     specificationVersion: "v1" as const,
@@ -671,7 +683,11 @@ export function local(
           }
           await updateRecord(target.paths, target.id, (record) => ({ ...record, egress: policy }));
         }),
-    });
+    }) as LocalProvider<typeof localCapabilities>;
   }
-  return defineProvider({ ...declaration, capabilities: localUnisolatedCapabilities, ...driver });
+  return defineProvider({
+    ...declaration,
+    capabilities: localUnisolatedCapabilities,
+    ...driver,
+  }) as LocalProvider<typeof localUnisolatedCapabilities>;
 }

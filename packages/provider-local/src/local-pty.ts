@@ -1,5 +1,10 @@
 import { existsSync } from "node:fs";
-import type { DriverExit, DriverPty, DriverPtyRequest } from "@sbox/core/spec";
+import {
+  type DriverExit,
+  type DriverPty,
+  type DriverPtyRequest,
+  optionalPackageError,
+} from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
 import { localError, throwIfAborted } from "./local-errors.js";
 import { ensureSandboxNamespace, NAMESPACE_CHILD_FD, sharesPidNamespace } from "./local-holder.js";
@@ -33,10 +38,12 @@ function loadPty(): Promise<PtyModule> {
     },
     (error: unknown) => {
       ptyModule = undefined;
-      throw localError(
-        "NotSupported",
-        `pty needs the node-pty package, which could not be loaded: ${(error as Error).message}`,
+      // node-pty is an optional peer: only terminals need it (and its native addon).
+      throw optionalPackageError(
         error,
+        "node-pty",
+        "a pty (interactive terminal) of the local provider",
+        "local",
       );
     },
   );

@@ -20,6 +20,7 @@ for (const isolation of ["bwrap", "none"] as const) {
   for (const primitivesOnly of [false, true]) {
     runConformance({
       provider: () => local({ root: join(root, isolation), isolation }),
+      providerWithOptions: (extra) => local({ root: join(root, isolation), isolation, ...extra }),
       primitivesOnly,
       label: `local (${isolation})`,
       ...(only ? { only } : {}),

@@ -9,6 +9,7 @@ import { filesCases } from "./files-cases.js";
 import { lifecycleCases } from "./lifecycle-cases.js";
 import { manifestCases } from "./manifest-cases.js";
 import { networkCases } from "./network-cases.js";
+import { optionsCases } from "./options-cases.js";
 import { portsCases } from "./ports-cases.js";
 import { stateCases } from "./state-cases.js";
 import { unsupportedCases } from "./unsupported-cases.js";
@@ -33,6 +34,7 @@ export function defineConformanceCases(): ConformanceCase[] {
     ...extraCases(),
     ...concurrencyCases(),
     ...errorCases(),
+    ...optionsCases(),
     ...unsupportedCases(),
   ];
   const seen = new Set<string>();

@@ -4,6 +4,7 @@ import type { CapabilityMap, CapabilityName } from "../capabilities/capability-n
 import { checkProviderManifest } from "../capabilities/manifest.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
+import type { MethodsOf, UnknownMethods } from "../sandbox/method-gates.js";
 import { createProviderRuntime, type ProviderRuntime } from "../sandbox/provider-runtime.js";
 import { createSandboxFacade, toSandboxInfo } from "../sandbox/sandbox-facade.js";
 import type { Sandbox, SandboxInfo } from "../sandbox/sandbox-types.js";
@@ -17,12 +18,34 @@ import type {
   SandboxHooks,
 } from "./client-types.js";
 import { abortError, withRetry } from "./retry.js";
+import type { HonoursOf } from "./spec-for.js";
 import { EXPIRES_AT_METADATA_KEY, matchesFilter, validateListFilter, validateSpec } from "./validate-spec.js";
 
 /** Per-key union of the primary's and the fallbacks' levels: what a sandbox from any of them may have. */
 export type MergedCapabilities<TCaps extends CapabilityMap, TFallback extends CapabilityMap> = {
   readonly [K in CapabilityName]: TCaps[K] | TFallback[K];
 };
+
+/**
+ * The client type of a provider (plus fallbacks and opt-in emulations): its effective capability map,
+ * what its type says of its optional methods, and the spec fields it honours — with fallbacks, only what
+ * every one of them is sure to have.
+ */
+export type ClientFor<
+  TProvider extends SandboxProvider,
+  TEmulate extends LossyEmulation,
+  TFallback extends SandboxProvider,
+> = SandboxClient<
+  EffectiveCapabilities<
+    MergedCapabilities<
+      TProvider["capabilities"],
+      [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
+    >,
+    TEmulate
+  >,
+  [TFallback] extends [never] ? MethodsOf<TProvider> : UnknownMethods,
+  [TFallback] extends [never] ? HonoursOf<TProvider> : HonoursOf<TProvider> & HonoursOf<TFallback>
+>;
 
 function invalid(message: string, provider?: string): SandboxError {
   return new SandboxError("Validation", message, { provider, retryable: false });
@@ -55,15 +78,7 @@ export function createSandboxClient<
   const TFallback extends SandboxProvider = never,
 >(
   options: SandboxClientOptions<TProvider, TEmulate> & { fallback?: readonly TFallback[] | undefined },
-): SandboxClient<
-  EffectiveCapabilities<
-    MergedCapabilities<
-      TProvider["capabilities"],
-      [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
-    >,
-    TEmulate
-  >
-> {
+): ClientFor<TProvider, TEmulate, TFallback> {
   checkProvider(options.provider);
   for (const provider of options.fallback ?? []) checkProvider(provider);
   for (const name of options.emulate ?? []) {
@@ -229,6 +244,8 @@ export function createSandboxClient<
       }
       if (errors.length > 0) throw errors[0];
     },
+    // `await using client = ...` disposes it at the end of the block.
+    [Symbol.asyncDispose]: () => client.dispose(),
   };
 
   async function* listSandboxes(filter: ListFilter & CallOptions): AsyncGenerator<SandboxInfo> {
@@ -260,13 +277,5 @@ export function createSandboxClient<
     }
   }
 
-  return client as unknown as SandboxClient<
-    EffectiveCapabilities<
-      MergedCapabilities<
-        TProvider["capabilities"],
-        [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
-      >,
-      TEmulate
-    >
-  >;
+  return client as unknown as ClientFor<TProvider, TEmulate, TFallback>;
 }

@@ -1,14 +1,15 @@
-import { applyEnvCwd } from "../emulation/e1-env-cwd.js";
+import { applyEnvCwd, commandScript } from "../emulation/e1-env-cwd.js";
 import { createExitMarker } from "../emulation/e2-exit-marker.js";
 import { emulatedExecStream } from "../emulation/e3-streaming.js";
 import { withTimeout } from "../emulation/e7-timeout.js";
 import { toBytes } from "../emulation/shell-exec.js";
-import { shellCommandOf, validateEnv } from "../emulation/shell-quote.js";
+import { validateEnv } from "../emulation/shell-quote.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DriverCommand, DriverExecRequest, DriverExit, DriverProcess } from "../spec/provider-spec.js";
 import { AsyncQueue } from "./async-queue.js";
 import { failedCommand, type OutputSink, RunningCommand } from "./command-handle.js";
+import { killGracefully, planKill, settlesWithin, stopsWithin } from "./graceful-kill.js";
 import { driverMethod, guard, requireCapability, type SandboxContext } from "./sandbox-context.js";
 import type { CommandHandle, CommandsApi, RunOptions, SandboxProcess } from "./sandbox-types.js";
 import { exitCodeForSignal, normalizeSignal } from "./signal-names.js";
@@ -147,7 +148,7 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
       const prepared = prepare(driverCommand, options, flags.perCommandEnvCwd);
       const marker = flags.exitCodeNative ? undefined : createExitMarker();
       const request: DriverExecRequest = {
-        command: marker ? { shell: marker.wrap(shellCommandOf(prepared.command)) } : prepared.command,
+        command: marker ? { shell: marker.wrap(commandScript(prepared.command)) } : prepared.command,
         cwd: prepared.cwd,
         env: prepared.env,
         stdin,
@@ -283,14 +284,26 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
         );
         return wrapProcess(context, driverProcess, io.stdout, io.stderr, io.flush);
       }),
-    kill: (pid, signal) =>
+    kill: (pid, signal, options) =>
       guard(context, "commands.kill", async () => {
         requireCapability(context, "killProcess");
         if (!Number.isInteger(pid) || pid <= 0) throw invalid("pid must be a positive integer");
-        const name = normalizeSignal(signal, "SIGKILL");
-        await driverMethod(context, runtime.driver.doKillProcess, "killProcess")(context.handle, pid, name, {
-          signal: new AbortController().signal,
-        });
+        const plan = planKill(signal, options);
+        const send = driverMethod(context, runtime.driver.doKillProcess, "killProcess");
+        const listProcesses = runtime.driver.doListProcesses;
+        // Whether the process still runs, where the provider can list processes (else the grace period is waited out).
+        const isRunning =
+          map.background === "unsupported" || !listProcesses
+            ? undefined
+            : async () =>
+                (await listProcesses(context.handle, { signal: new AbortController().signal })).some(
+                  (process) => process.pid === pid && process.running,
+                );
+        await killGracefully(
+          plan,
+          (name) => send(context.handle, pid, name, { signal: new AbortController().signal }),
+          (ms) => stopsWithin(isRunning, ms),
+        );
       }),
   };
 }
@@ -358,8 +371,14 @@ function wrapProcess(
     stdout,
     stderr,
     wait: () => exited,
-    kill: (signal) =>
-      guard(context, "process.kill", async () => driverProcess.kill(normalizeSignal(signal, "SIGKILL"))),
+    kill: (signal, options) =>
+      guard(context, "process.kill", async () =>
+        killGracefully(
+          planKill(signal, options),
+          (name) => driverProcess.kill(name),
+          (ms) => settlesWithin(exited, ms),
+        ),
+      ),
     writeStdin: (data) =>
       guard(context, "process.writeStdin", async () => {
         if (!driverProcess.writeStdin) throw new NotSupportedError("stdin", context.runtime.name);

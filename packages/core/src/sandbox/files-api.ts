@@ -30,8 +30,8 @@ async function collect(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> 
   return concatBytes(chunks);
 }
 
-/** The files namespace: always present, native or emulated per method. */
-export function createFilesApi(context: SandboxContext): FilesApi {
+/** The files namespace: always present, native or emulated per method (`writeMany` is added by the facade). */
+export function createFilesApi(context: SandboxContext): Omit<FilesApi, "writeMany"> {
   const { driver } = context.runtime;
   const none = () => ({ signal: new AbortController().signal });
   return {

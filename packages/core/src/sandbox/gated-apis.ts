@@ -77,22 +77,31 @@ export function createGatedApis(
           guard(context, "ports.list", async () =>
             driverMethod(context, driver.doListPorts, "ports.list")(context.handle, call()),
           ),
-        unexpose: (port) =>
-          guard(context, "ports.unexpose", async () =>
-            driverMethod(context, driver.doUnexposePort, "ports.unexpose")(
-              context.handle,
-              validatePort(port),
-              call(),
-            ),
-          ),
-        fetch: (port, path, init) =>
-          guard(context, "ports.fetch", async () => {
-            if (!on("proxiedFetch")) throw new NotSupportedError("proxiedFetch", context.runtime.name);
-            validatePort(port);
-            if (typeof path !== "string" || !path.startsWith("/")) throw invalid("path must start with /");
-            const request = new Request(new URL(path, `http://sandbox:${port}`), init);
-            return driverMethod(context, driver.doFetchPort, "proxiedFetch")(context.handle, port, request);
-          }),
+        // Method by method, like the namespaces: there only when the provider can, in the type as here.
+        unexpose: driver.doUnexposePort
+          ? (port) =>
+              guard(context, "ports.unexpose", async () =>
+                driverMethod(context, driver.doUnexposePort, "ports.unexpose")(
+                  context.handle,
+                  validatePort(port),
+                  call(),
+                ),
+              )
+          : undefined,
+        fetch: !on("proxiedFetch")
+          ? undefined
+          : (port, path, init) =>
+              guard(context, "ports.fetch", async () => {
+                validatePort(port);
+                if (typeof path !== "string" || !path.startsWith("/"))
+                  throw invalid("path must start with /");
+                const request = new Request(new URL(path, `http://sandbox:${port}`), init);
+                return driverMethod(context, driver.doFetchPort, "proxiedFetch")(
+                  context.handle,
+                  port,
+                  request,
+                );
+              }),
       }
     : undefined;
 

@@ -4,10 +4,11 @@ import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import type { DriverSandbox, DriverSandboxInfo } from "../spec/provider-spec.js";
 import { createCommandsApi } from "./commands-api.js";
 import { createFilesApi } from "./files-api.js";
+import { writeMany } from "./files-write-many.js";
 import { createGatedApis } from "./gated-apis.js";
 import type { ProviderRuntime } from "./provider-runtime.js";
 import { driverMethod, guard, requireCapability, type SandboxContext } from "./sandbox-context.js";
-import type { NamespaceCapability, Sandbox, SandboxInfo } from "./sandbox-types.js";
+import type { FilesApi, NamespaceCapability, Sandbox, SandboxInfo } from "./sandbox-types.js";
 
 /** What the client hands a new facade. */
 export interface SandboxFacadeOptions {
@@ -47,7 +48,16 @@ export function toSandboxInfo(provider: string, info: DriverSandboxInfo): Sandbo
   };
   if (info.createdAt) result.createdAt = info.createdAt;
   if (expiresAt) result.expiresAt = expiresAt;
+  if (info.partial) result.partial = info.partial;
   return result;
+}
+
+/** The files namespace with `writeMany`, which writes through the namespace's own `write`. */
+function withWriteMany(context: SandboxContext, files: Omit<FilesApi, "writeMany">): FilesApi {
+  return {
+    ...files,
+    writeMany: (entries) => guard(context, "files.writeMany", () => writeMany(files.write, entries)),
+  };
 }
 
 function invalid(message: string): SandboxError {
@@ -120,8 +130,10 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
         return driverMethod(context, driver.doMetrics, "metrics")(handle, call());
       }),
     raw: () => handle.native,
+    // `await using sandbox = ...` destroys it at the end of the block (destroy is idempotent).
+    [Symbol.asyncDispose]: () => sandbox.destroy(),
     commands: createCommandsApi(context),
-    files: createFilesApi(context),
+    files: withWriteMany(context, createFilesApi(context)),
     ...gated,
   };
   return sandbox as unknown as Sandbox;

@@ -15,6 +15,7 @@ export type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabili
 export { CAPABILITY_NAMES, isCapabilityName } from "../capabilities/capability-names.js";
 export type { ManifestProblem } from "../capabilities/manifest.js";
 export { checkProviderManifest } from "../capabilities/manifest.js";
+export { argvScript, displayOfScript, EXEC_ARGS_SCRIPT } from "../emulation/argv-script.js";
 export { shellCommandOf, shellQuote, shellQuoteArgv } from "../emulation/shell-quote.js";
 export type { SandboxErrorCode } from "../errors/error-codes.js";
 export { SANDBOX_ERROR_CODES } from "../errors/error-codes.js";
@@ -25,6 +26,9 @@ export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
 export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../errors/to-sandbox-error.js";
 export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
+export { isMissingPackage, optionalPackageError } from "./optional-package.js";
+export type { ProviderOptionRule, ProviderOptionRules } from "./provider-options.js";
+export { optionRules, validateProviderOptions } from "./provider-options.js";
 export type * from "./provider-spec.js";
 export type * from "./sandbox-spec.js";
 export { SANDBOX_SPEC_FIELDS, SANDBOX_STATES } from "./sandbox-spec-values.js";

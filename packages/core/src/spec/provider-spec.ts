@@ -1,5 +1,6 @@
 import type { CapabilityFlags } from "../capabilities/capability-flags.js";
 import type { CapabilityMap } from "../capabilities/capability-names.js";
+import type { SandboxErrorCode } from "../errors/error-codes.js";
 import type { DirEntry, FileInfo, WatchEvent } from "./files-types.js";
 import type { EgressPolicy, ListFilter, SandboxSpec, SandboxState, SpecField } from "./sandbox-spec.js";
 
@@ -36,6 +37,21 @@ export interface DriverSandboxInfo {
   expiresAt?: Date | undefined;
   /** The provider's own description, unmodified. */
   raw?: unknown;
+  /**
+   * Set when part of this sandbox's description could not be read (a listing goes on without it rather
+   * than failing as a whole): the fields left out or unsure, and why.
+   */
+  partial?: PartialInfo | undefined;
+}
+
+/** What a listing could not read about one sandbox. */
+export interface PartialInfo {
+  /** The fields that are missing or may be wrong, e.g. `["expiresAt"]`. */
+  readonly fields: readonly string[];
+  /** The error code of the failed read (`Timeout`, `Provider`...). */
+  readonly code: SandboxErrorCode;
+  /** Why, in words. */
+  readonly reason: string;
 }
 
 /** A command: a shell snippet run by `sh -c`, or argv executed without a shell. */
