@@ -9,7 +9,7 @@ export default defineConfig({
     langchain: "src/langchain/index.ts",
     mastra: "src/mastra/index.ts",
   },
-  format: ["esm"],
+  format: ["esm", "cjs"],
   dts: true,
   clean: true,
   sourcemap: true,

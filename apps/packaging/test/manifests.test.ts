@@ -9,14 +9,17 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { packageDir, packedManifest, packPackages, REPO_ROOT } from "../src/install-probe.js";
 
-const LIBRARIES = [
-  "conformance",
-  "manager",
-  "provider-docker",
-  "provider-e2b",
-  "provider-fly",
-  "provider-local",
-];
+// Every published package under packages/ but core itself: a new library is held to the model without
+// anyone remembering to list it here.
+const LIBRARIES = readdirSync(join(REPO_ROOT, "packages")).filter((dir) => {
+  if (dir === "core") return false;
+  try {
+    const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "packages", dir, "package.json"), "utf8"));
+    return manifest.private !== true;
+  } catch {
+    return false;
+  }
+});
 const into = mkdtempSync(join(tmpdir(), "sbox-manifests-"));
 afterAll(() => rmSync(into, { recursive: true, force: true }));
 
