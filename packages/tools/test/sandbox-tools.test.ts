@@ -140,7 +140,7 @@ describe("the tools beyond files and commands, on provider-local", () => {
     const refused = await tools.set_egress.execute({ mode: "block-all" });
     expect(refused).toMatchObject({ ok: false, error: { code: "InvalidState" } });
     expect(refused.text).toContain("unexpose ports 18731 first");
-    if (sandbox.can("exposePort")) await sandbox.ports.unexpose(18731);
+    if (sandbox.can("exposePort")) await sandbox.ports.unexpose?.(18731);
     const egress = await tools.set_egress.execute({ mode: "block-all" });
     expect(egress.text).toBe("Outbound network access is now block-all.");
     expect((await tools.stop_sandbox.execute({})).ok).toBe(true);
