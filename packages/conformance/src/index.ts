@@ -21,10 +21,11 @@ export type {
   ConformanceFixtures,
   ConformanceMode,
 } from "./conformance-case.js";
+export { CASE_LABEL, LEAK_CASE_ID, RUN_LABEL } from "./conformance-labels.js";
 export type { ConformanceOptions } from "./conformance-options.js";
 export type { CaseReport, CaseStatus, ConformanceReport } from "./conformance-report.js";
 export type { ConformanceRun, PlannedCase } from "./conformance-run.js";
-export { CASE_LABEL, createConformanceRun, LEAK_CASE_ID, RUN_LABEL } from "./conformance-run.js";
+export { createConformanceRun } from "./conformance-run.js";
 export type { DriverCall, DriverCallLog, DriverRecorder } from "./driver-recorder.js";
 export { createDriverRecorder } from "./driver-recorder.js";
 export type { HostServer } from "./host-server.js";

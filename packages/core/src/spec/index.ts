@@ -7,15 +7,19 @@ export type { CapabilityFlags, PreviewModel } from "../capabilities/capability-f
 export type { DriverMethodName } from "../capabilities/capability-methods.js";
 export {
   CAPABILITY_DRIVER_METHODS,
+  DRIVER_METHOD_NAMES,
   EMULATABLE_DRIVER_METHODS,
   FILE_DRIVER_METHODS,
   REQUIRED_DRIVER_METHODS,
 } from "../capabilities/capability-methods.js";
 export type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabilities/capability-names.js";
 export { CAPABILITY_NAMES, isCapabilityName } from "../capabilities/capability-names.js";
+export type { NamespacedCapability } from "../capabilities/capability-namespaces.js";
+export { CAPABILITY_NAMESPACES } from "../capabilities/capability-namespaces.js";
 export type { ManifestProblem } from "../capabilities/manifest.js";
 export { checkProviderManifest } from "../capabilities/manifest.js";
 export { shellCommandOf, shellQuote, shellQuoteArgv } from "../emulation/shell-quote.js";
+export { abortErrorOf } from "../errors/abort-error.js";
 export type { SandboxErrorCode } from "../errors/error-codes.js";
 export { SANDBOX_ERROR_CODES } from "../errors/error-codes.js";
 export { redactSecrets } from "../errors/redact.js";
@@ -25,6 +29,9 @@ export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
 export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../errors/to-sandbox-error.js";
 export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
+export type { SettingParser, SettingParsers, SettingSource } from "./provider-settings.js";
+export { invalidSetting, loadSetting, readEnv, settingParsers } from "./provider-settings.js";
 export type * from "./provider-spec.js";
+export { resolveSandboxPath } from "./sandbox-paths.js";
 export type * from "./sandbox-spec.js";
 export { SANDBOX_SPEC_FIELDS, SANDBOX_STATES } from "./sandbox-spec-values.js";
