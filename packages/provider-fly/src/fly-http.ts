@@ -1,8 +1,7 @@
-import { SandboxError } from "@sbox/core/spec";
+import { abortErrorOf, SandboxError } from "@sbox/core/spec";
 import { type FlyFailureContext, flyHttpError, flyNetworkError } from "./fly-errors.js";
-import { FLY_PROVIDER_NAME } from "./fly-names.js";
 import { type ResolvedFlyOptions, requireCredentials } from "./fly-options.js";
-import { abortError, retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
+import { retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
 
 /**
  * Which failures a call may be repeated after:
@@ -66,7 +65,7 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
       response = await options.fetch(url, init);
       text = await response.text();
     } catch (error) {
-      if (call.signal.aborted) throw abortError(call.signal, call.operation);
+      if (call.signal.aborted) throw abortErrorOf(call.signal, call.operation);
       return { error: flyNetworkError(error, options.apiBaseUrl, context), retryAfter: null };
     }
     if (!response.ok) {
@@ -82,7 +81,7 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
       throw new SandboxError(
         "Provider",
         `${call.operation}: the Fly Machines API answered ${response.status} with a body that is not JSON`,
-        { provider: FLY_PROVIDER_NAME, status: response.status, cause: error, secrets: context.secrets },
+        { status: response.status, cause: error },
       );
     }
   };
@@ -91,9 +90,9 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
     app,
     async request<T>(call: FlyCall): Promise<T> {
       const { token, app: appName } = requireCredentials(options);
-      const context: FlyFailureContext = { operation: call.operation, app: appName, secrets: [token] };
+      const context: FlyFailureContext = { operation: call.operation, app: appName };
       for (let attempt = 0; ; attempt++) {
-        if (call.signal.aborted) throw abortError(call.signal, call.operation);
+        if (call.signal.aborted) throw abortErrorOf(call.signal, call.operation);
         const outcome = await once(call, token, appName, context);
         if ("value" in outcome) return outcome.value as T;
         if (attempt >= options.retry.retries || !isRetryableFailure(outcome.error, call.retry)) {

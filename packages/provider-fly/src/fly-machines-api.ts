@@ -1,4 +1,4 @@
-import { SandboxError } from "@sbox/core/spec";
+import { abortErrorOf, SandboxError } from "@sbox/core/spec";
 import type {
   FlyCreateMachineRequest,
   FlyExecRequest,
@@ -8,8 +8,6 @@ import type {
 } from "./fly-api-types.js";
 import { hasStatus } from "./fly-errors.js";
 import type { FlyHttp } from "./fly-http.js";
-import { FLY_PROVIDER_NAME } from "./fly-names.js";
-import { abortError } from "./fly-retry.js";
 
 /** The longest `timeout` the wait route accepts in one call, in seconds. */
 export const FLY_WAIT_MAX_SECONDS = 60;
@@ -64,9 +62,11 @@ export async function listMachines(
     retry: "idempotent",
   });
   if (machines !== undefined && machines !== null && !Array.isArray(machines)) {
-    throw new SandboxError("Provider", "list machines: the Fly Machines API answered something not a list", {
-      provider: FLY_PROVIDER_NAME,
-    });
+    throw new SandboxError(
+      "Provider",
+      "list machines: the Fly Machines API answered something not a list",
+      {},
+    );
   }
   return machines ?? [];
 }
@@ -110,7 +110,7 @@ export async function waitForState(
       return;
     } catch (error) {
       if (options.signal.aborted)
-        throw abortError(options.signal, `waiting for machine ${id} to be ${state}`);
+        throw abortErrorOf(options.signal, `waiting for machine ${id} to be ${state}`);
       if (callLimit.aborted || hasStatus(error, 408)) continue;
       throw error;
     }
@@ -124,7 +124,6 @@ export async function waitForState(
   throw new SandboxError(
     "Timeout",
     `machine ${id} did not become ${state} within ${options.budgetMs} ms (its state is ${last})`,
-    { provider: FLY_PROVIDER_NAME },
   );
 }
 
