@@ -1,4 +1,5 @@
 import {
+  abortErrorOf,
   type DriverCommand,
   type DriverExecRequest,
   type DriverExit,
@@ -9,7 +10,6 @@ import {
   shellQuoteArgv,
 } from "@sbox/core/spec";
 import type { CommandHandle, CommandStartOpts } from "e2b";
-import { e2bError, toE2BError } from "./e2b-errors.js";
 import { exitFromE2B } from "./e2b-exit.js";
 import { KILL_TREE_SCRIPT, signalForKill } from "./e2b-kill-tree.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
@@ -28,14 +28,11 @@ export function commandLine(command: DriverCommand): string {
   return shellQuoteArgv(command.argv);
 }
 
-function abortError(signal: AbortSignal, operation: string): SandboxError {
-  const reason: unknown = signal.reason;
-  if (SandboxError.isInstance(reason)) return reason;
-  return e2bError("Aborted", `e2b ${operation}: aborted`, { retryable: false });
-}
-
-/** Waits for a command handle and turns the SDK's result or `CommandExitError` into an exit. */
-export async function waitForExit(handle: CommandHandle, operation: string): Promise<DriverExit> {
+/**
+ * Waits for a command handle and turns the SDK's result or `CommandExitError` into an exit; any other
+ * failure is thrown as the SDK threw it (the provider's `mapError` maps it).
+ */
+export async function waitForExit(handle: CommandHandle): Promise<DriverExit> {
   try {
     const result = await handle.wait();
     return exitFromE2B(result.exitCode, result.error);
@@ -44,7 +41,7 @@ export async function waitForExit(handle: CommandHandle, operation: string): Pro
     if (e.name === "CommandExitError" && typeof e.exitCode === "number") {
       return exitFromE2B(e.exitCode, typeof e.error === "string" ? e.error : undefined);
     }
-    throw toE2BError(error, { operation, plane: "sandbox" });
+    throw error;
   }
 }
 
@@ -79,7 +76,7 @@ async function start(
   stdin: boolean,
   operation: string,
 ): Promise<CommandHandle> {
-  if (request.signal.aborted) throw abortError(request.signal, operation);
+  if (request.signal.aborted) throw abortErrorOf(request.signal, `e2b ${operation}`);
   const line = commandLine(request.command);
   return sandboxCall(ctx, sandbox.id, operation, request.signal, () =>
     sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
@@ -152,12 +149,14 @@ export async function killProcessTree(
         : { requestTimeoutMs: ctx.options.requestTimeoutMs }),
     }),
   );
-  const exit = await waitForExit(handle, `kill ${pid}`);
+  const exit = await waitForExit(handle);
   if (exit.exitCode === 3) {
-    throw e2bError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`, { retryable: false });
+    throw new SandboxError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`, {
+      retryable: false,
+    });
   }
   if (exit.exitCode !== 0) {
-    throw e2bError("Provider", `e2b kill ${pid}: the kill helper exited ${String(exit.exitCode)}`, {
+    throw new SandboxError("Provider", `e2b kill ${pid}: the kill helper exited ${String(exit.exitCode)}`, {
       retryable: false,
     });
   }
@@ -180,7 +179,7 @@ export async function execStream(
   const { signal } = request;
   const hasStdin = request.stdin !== undefined;
   const handle = await start(ctx, sandbox, request, request, hasStdin, "exec");
-  const exit = waitForExit(handle, "exec");
+  const exit = waitForExit(handle);
   exit.catch(() => {});
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
@@ -192,7 +191,7 @@ export async function execStream(
         .then(() => Promise.race([exit.catch(() => undefined), delay(ABORT_SETTLE_MS)]))
         .finally(() => {
           void handle.disconnect();
-          reject(abortError(signal, "exec"));
+          reject(abortErrorOf(signal, "e2b exec"));
         });
     };
     if (signal.aborted) onAbort();
@@ -242,7 +241,7 @@ export async function exec(
 
 function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: CommandHandle): DriverProcess {
   const pid = handle.pid;
-  const exit = waitForExit(handle, `process ${pid}`);
+  const exit = waitForExit(handle);
   exit.catch(() => {});
   return {
     pid,

@@ -1,7 +1,6 @@
 import { type FileInfo, type FileType, SandboxError, shellQuoteArgv } from "@sbox/core/spec";
 import type { EntryInfo } from "e2b";
 import { type CommandContext, exec } from "./e2b-commands.js";
-import { e2bError, toE2BError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
 
@@ -64,7 +63,7 @@ async function chmod(
   signal: AbortSignal,
 ) {
   if (!(Number.isInteger(mode) && mode >= 0 && mode <= 0o7777)) {
-    throw e2bError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`, {
+    throw new SandboxError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`, {
       retryable: false,
     });
   }
@@ -73,7 +72,7 @@ async function chmod(
     signal,
   });
   if (result.exitCode !== 0) {
-    throw e2bError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
+    throw new SandboxError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
       retryable: false,
     });
   }
@@ -113,7 +112,7 @@ export async function readFileStream(
         if (done) controller.close();
         else controller.enqueue(value);
       } catch (error) {
-        controller.error(toE2BError(error, { operation: op("readStream", path), plane: "sandbox" }));
+        controller.error(error);
       }
     },
     async cancel(reason) {
@@ -178,7 +177,7 @@ export async function makeDir(
   if (!recursive) {
     const parent = await statFile(ctx, sandbox, parentOf(path), signal).catch((error: unknown) => {
       if (SandboxError.isInstance(error) && error.code === "NotFound") {
-        throw e2bError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
+        throw new SandboxError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
           retryable: false,
           cause: error,
         });
@@ -186,7 +185,7 @@ export async function makeDir(
       throw error;
     });
     if (parent.type !== "dir") {
-      throw e2bError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`, {
+      throw new SandboxError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`, {
         retryable: false,
       });
     }
@@ -195,7 +194,9 @@ export async function makeDir(
     sandbox.native.files.makeDir(path, requestOptions(ctx, signal)),
   );
   if (!created && !recursive) {
-    throw e2bError("Conflict", `e2b files.mkdir ${path}: the directory already exists`, { retryable: false });
+    throw new SandboxError("Conflict", `e2b files.mkdir ${path}: the directory already exists`, {
+      retryable: false,
+    });
   }
 }
 
@@ -214,9 +215,13 @@ export async function removePath(
   if (info.type === "dir" && !recursive) {
     const entries = await listFiles(ctx, sandbox, path, signal);
     if (entries.length > 0) {
-      throw e2bError("Conflict", `e2b files.remove ${path}: the directory is not empty (use recursive)`, {
-        retryable: false,
-      });
+      throw new SandboxError(
+        "Conflict",
+        `e2b files.remove ${path}: the directory is not empty (use recursive)`,
+        {
+          retryable: false,
+        },
+      );
     }
   }
   await sandboxCall(ctx, sandbox.id, op("remove", path), signal, () =>

@@ -1,4 +1,5 @@
-import { SandboxError } from "@sbox/core/spec";
+import { loadSetting, type SettingSource, settingParsers } from "@sbox/core/spec";
+import { E2B_PROVIDER_NAME } from "./e2b-capabilities.js";
 
 /** Options of {@link e2b}. Every field is optional; without any, `E2B_API_KEY` and E2B's defaults are used. */
 export interface E2BProviderOptions {
@@ -53,25 +54,27 @@ export const DEFAULT_TIMEOUT_MS = 300_000;
 /** The environment variable the SDK reads the API key from. */
 export const API_KEY_ENV = "E2B_API_KEY";
 
-/** Fills in defaults; the API key falls back to `E2B_API_KEY` at the time the provider is made. */
+/** Fills in defaults: each option, else its environment variable, else E2B's default; all validated. */
 export function resolveE2BOptions(options: E2BProviderOptions): ResolvedE2BOptions {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new SandboxError(
-      "Validation",
-      `e2b({ timeoutMs }) must be a positive number, got ${String(options.timeoutMs)}`,
-      {
-        provider: "e2b",
-        retryable: false,
-      },
-    );
-  }
+  const setting = <T>(source: SettingSource<T>): T | undefined => loadSetting(E2B_PROVIDER_NAME, source);
+  const { positiveNumber, string } = settingParsers;
   return {
-    apiKey: options.apiKey ?? (process.env[API_KEY_ENV] || undefined),
+    apiKey: setting({
+      option: "apiKey",
+      value: options.apiKey,
+      env: API_KEY_ENV,
+      parse: string,
+      secret: true,
+    }),
     domain: options.domain,
     template: options.template ?? DEFAULT_TEMPLATE,
-    timeoutMs,
-    requestTimeoutMs: options.requestTimeoutMs,
+    timeoutMs:
+      setting({ option: "timeoutMs", value: options.timeoutMs, parse: positiveNumber }) ?? DEFAULT_TIMEOUT_MS,
+    requestTimeoutMs: setting({
+      option: "requestTimeoutMs",
+      value: options.requestTimeoutMs,
+      parse: positiveNumber,
+    }),
     user: options.user,
     pauseKeepsMemory: options.pauseKeepsMemory ?? true,
     apiUrl: options.apiUrl,

@@ -1,5 +1,11 @@
 import { defineProvider, type EgressPolicy, type SandboxProvider } from "@sbox/core/spec";
-import { type E2BCapabilities, e2bCapabilities, e2bFlags, e2bHonours } from "./e2b-capabilities.js";
+import {
+  E2B_PROVIDER_NAME,
+  type E2BCapabilities,
+  e2bCapabilities,
+  e2bFlags,
+  e2bHonours,
+} from "./e2b-capabilities.js";
 import {
   type CommandContext,
   connectProcess,
@@ -9,7 +15,7 @@ import {
   listProcesses,
   spawn,
 } from "./e2b-commands.js";
-import { e2bCall, PROVIDER_NAME } from "./e2b-errors.js";
+import { mapE2BError } from "./e2b-errors.js";
 import {
   listFiles,
   makeDir,
@@ -59,10 +65,12 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
   const ctx: CommandContext = { options: resolved };
   return defineProvider<E2BCapabilities, E2BSandboxNative>({
     specificationVersion: "v1",
-    name: PROVIDER_NAME,
+    name: E2B_PROVIDER_NAME,
     capabilities: e2bCapabilities,
     flags: e2bFlags(resolved.pauseKeepsMemory),
     honours: e2bHonours,
+    secrets: () => [resolved.apiKey],
+    mapError: mapE2BError,
 
     doCreate: (spec, { signal }) => createSandbox(resolved, spec, signal),
     doConnect: (id, { signal }) => connectSandbox(resolved, id, signal),
@@ -98,9 +106,7 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       const rules = egressRules(policy);
       const { Sandbox } = await loadE2B();
-      await e2bCall({ operation: `setEgress ${s.id}`, apiKey: resolved.apiKey, signal }, () =>
-        Sandbox.updateNetwork(s.id, rules, connectionOptions(resolved, signal)),
-      );
+      await Sandbox.updateNetwork(s.id, rules, connectionOptions(resolved, signal));
     },
   });
 }

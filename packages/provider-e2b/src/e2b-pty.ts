@@ -1,6 +1,5 @@
-import type { DriverPty, DriverPtyRequest } from "@sbox/core/spec";
+import { type DriverPty, type DriverPtyRequest, SandboxError } from "@sbox/core/spec";
 import { type CommandContext, killProcessTree, waitForExit } from "./e2b-commands.js";
-import { e2bError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
 import type { E2BSandbox } from "./e2b-sdk.js";
@@ -13,9 +12,13 @@ function size(cols: number, rows: number): { cols: number; rows: number } {
     ["rows", rows],
   ] as const) {
     if (!(Number.isInteger(value) && value > 0 && value <= 65_535)) {
-      throw e2bError("Validation", `pty ${name} must be an integer from 1 to 65535, got ${String(value)}`, {
-        retryable: false,
-      });
+      throw new SandboxError(
+        "Validation",
+        `pty ${name} must be an integer from 1 to 65535, got ${String(value)}`,
+        {
+          retryable: false,
+        },
+      );
     }
   }
   return { cols, rows };
@@ -31,7 +34,7 @@ export async function createPty(
   request: DriverPtyRequest,
 ): Promise<DriverPty> {
   if (request.command !== undefined) {
-    throw e2bError(
+    throw new SandboxError(
       "Validation",
       "e2b pty: E2B terminals always run an interactive login shell; write the command to the terminal instead",
       { retryable: false },
@@ -49,7 +52,7 @@ export async function createPty(
     sandbox.native.pty.create(opts),
   );
   const pid = handle.pid;
-  const exit = waitForExit(handle, `pty ${pid}`);
+  const exit = waitForExit(handle);
   exit.catch(() => {});
   return {
     pid,

@@ -1,5 +1,5 @@
 import { SandboxError } from "@sbox/core/spec";
-import { e2bError, toE2BError } from "./e2b-errors.js";
+import { toE2BError } from "./e2b-errors.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
 import { connectionOptions, loadE2B } from "./e2b-sdk.js";
 
@@ -38,12 +38,9 @@ export async function sandboxCall<T>(
   try {
     return await call();
   } catch (error) {
-    if (signal?.aborted) {
-      const reason: unknown = signal.reason;
-      if (SandboxError.isInstance(reason)) throw reason;
-      throw e2bError("Aborted", `e2b ${operation}: aborted`, { cause: error, retryable: false });
-    }
-    const mapped = toE2BError(error, { operation, plane: "sandbox", apiKey: ctx.options.apiKey });
+    // An aborted call reports its abort: defineProvider's mapping does that for what is thrown as is.
+    if (signal?.aborted) throw error;
+    const mapped = toE2BError(error, { operation, plane: "sandbox" });
     const name = (error as { name?: unknown }).name;
     const suspicious =
       mapped.code === "Timeout" ||
@@ -52,13 +49,13 @@ export async function sandboxCall<T>(
     if (suspicious) {
       const state = await probeState(ctx.options, sandboxId);
       if (state === "gone") {
-        throw e2bError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, {
+        throw new SandboxError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, {
           cause: error,
           retryable: false,
         });
       }
       if (state === "paused") {
-        throw e2bError(
+        throw new SandboxError(
           "InvalidState",
           `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
           {

@@ -160,8 +160,8 @@ describe("defineProvider maps every driver method's errors", () => {
     });
     expect((await rejection(provider.doCreate({}, call()))).code).toBe("NotFound");
     expect(seen).toEqual([
-      { method: "doGetInfo", operation: "getInfo" },
-      { method: "doCreate", operation: "create" },
+      { method: "doGetInfo", operation: "getInfo", sandboxId: "s1" },
+      { method: "doCreate", operation: "create", sandboxId: undefined },
     ]);
   });
 

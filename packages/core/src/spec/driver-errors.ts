@@ -84,6 +84,15 @@ function signalOf(args: readonly unknown[]): AbortSignal | undefined {
   return undefined;
 }
 
+/** The native id the call is about: a driver sandbox as first argument, or the id `doConnect` is given. */
+function sandboxIdOf(method: DriverMethodName, args: readonly unknown[]): string | undefined {
+  const first = args[0];
+  if (method === "doConnect") return typeof first === "string" ? first : undefined;
+  if (typeof first !== "object" || first === null || !("native" in first)) return undefined;
+  const id = (first as { id?: unknown }).id;
+  return typeof id === "string" ? id : undefined;
+}
+
 function operationOf(method: DriverMethodName, args: readonly unknown[]): string {
   const base = OPERATIONS[method];
   return PATH_METHODS.has(method) && typeof args[1] === "string" ? `${base} ${args[1]}` : base;
@@ -122,7 +131,7 @@ export function withDriverErrorMapping<P extends SandboxProviderV1>(provider: P)
     else if (signal?.aborted) mapped = abortReasonOf(signal.reason, operation);
     else
       mapped =
-        provider.mapError?.(error, { method, operation }) ??
+        provider.mapError?.(error, { method, operation, sandboxId: sandboxIdOf(method, args) }) ??
         toSandboxError(error, { provider: provider.name, operation });
     if (mapped.provider === undefined) (mapped as { provider: string | undefined }).provider = provider.name;
     const secrets = provider.secrets?.() ?? [];

@@ -391,6 +391,8 @@ export interface ProviderErrorContext {
   readonly method: keyof ProviderDriverV1;
   /** What was being done, as error messages name it, e.g. `"files.read /etc/hosts"`. */
   readonly operation: string;
+  /** The native id of the sandbox the call was about, when it was about one. */
+  readonly sandboxId?: string | undefined;
 }
 
 /** A provider: its declaration plus its driver methods. Build one with `defineProvider`. */
