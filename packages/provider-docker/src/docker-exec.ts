@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import type { DriverExit } from "@sbox/core/spec";
+import { abortErrorOf, type DriverExit, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { DockerDemuxer } from "./docker-demux.js";
-import { abortedError, bounded, type DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import { bounded, type DockerEngine } from "./docker-engine.js";
+import { toDockerError } from "./docker-errors.js";
 import { EXEC_MARKER_VARIABLE, killMarkerCommand } from "./docker-kill.js";
 
 /** One command to run in a container. */
@@ -56,7 +56,7 @@ export async function exitOf(
     );
     if (!info.Running) {
       if (typeof info.ExitCode !== "number") {
-        throw dockerSandboxError("Provider", "docker exec: the engine reported no exit code", {
+        throw new SandboxError("Provider", "docker exec: the engine reported no exit code", {
           retryable: true,
         });
       }
@@ -184,7 +184,7 @@ export async function runExec(
   input: DockerExecInput,
 ): Promise<DriverExit> {
   const { signal } = input;
-  if (signal.aborted) throw abortedError("exec", signal);
+  if (signal.aborted) throw abortErrorOf(signal, "docker exec");
   const marker = newMarker();
   const attachStdin = input.stdin !== undefined;
   const createOptions: Dockerode.ExecCreateOptions = {
@@ -256,7 +256,7 @@ export async function runExec(
         input.killOnAbort === false ? Promise.resolve() : killByMarker(engine, container, marker, "KILL");
       void kill.finally(() => {
         socket.destroy();
-        reject(abortedError("exec", signal));
+        reject(abortErrorOf(signal, "docker exec"));
       });
     };
     if (signal.aborted) onAbort();

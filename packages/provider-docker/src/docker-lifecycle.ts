@@ -1,10 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { DriverSandboxInfo, ListFilter, SandboxSpec, SandboxState } from "@sbox/core/spec";
+import {
+  type DriverSandboxInfo,
+  type ListFilter,
+  SandboxError,
+  type SandboxSpec,
+  type SandboxState,
+} from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { containerCreateOptions, validateDockerSpec } from "./docker-container-config.js";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import {
   EXPIRY_FILE,
   isOurs,
@@ -82,7 +87,7 @@ async function createContainer(
     try {
       await pullImage(engine, image, signal);
     } catch (pullError) {
-      throw dockerSandboxError(
+      throw new SandboxError(
         isCode(pullError, "Timeout") || isCode(pullError, "Aborted")
           ? (pullError as { code: "Timeout" }).code
           : "NotFound",
@@ -142,7 +147,7 @@ export async function inspectOurs(
     container.inspect({ abortSignal: bound }),
   );
   if (!isOurs(info.Config.Labels, engine.options.labels)) {
-    throw dockerSandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`, {
+    throw new SandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`, {
       retryable: false,
     });
   }
@@ -156,7 +161,7 @@ export async function connectSandbox(
   signal: AbortSignal,
 ): Promise<{ id: string; container: Dockerode.Container }> {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) {
-    throw dockerSandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`, {
+    throw new SandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`, {
       retryable: false,
     });
   }
@@ -361,7 +366,7 @@ export async function pauseSandbox(
   const info = await inspectOurs(engine, container, signal);
   if (info.State.Status === "paused") return;
   if (info.State.Status !== "running") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `docker pause: the sandbox is ${stateOf(info.State.Status)}, not running`,
       {
@@ -399,7 +404,7 @@ export async function resumeSandbox(
   }
   const info = await inspectOurs(engine, container, signal);
   if (info.State.Status !== "running") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `docker resume: the sandbox is still ${stateOf(info.State.Status)}`,
       {

@@ -1,4 +1,6 @@
+import { loadSetting, readEnv, settingParsers } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
+import { DOCKER_PROVIDER_NAME } from "./docker-labels.js";
 
 /** Options of {@link docker}. Every field is optional; without any, the engine of `DOCKER_HOST` or the local socket is used. */
 export interface DockerProviderOptions {
@@ -41,19 +43,25 @@ export interface ResolvedDockerOptions {
 /** The default image when neither `spec.template` nor `image` is given. */
 export const DEFAULT_IMAGE = "debian:bookworm-slim";
 
-/** Fills in defaults. */
+/** Fills in defaults: each option, else its environment variable, else the default; all validated. */
 export function resolveDockerOptions(options: DockerProviderOptions): ResolvedDockerOptions {
+  const number = (option: string, value: number | undefined, fallback: number, integer = false): number =>
+    loadSetting(
+      DOCKER_PROVIDER_NAME,
+      { option, value, parse: integer ? settingParsers.nonNegativeInteger : settingParsers.positiveNumber },
+      fallback,
+    );
   return {
     image: options.image ?? DEFAULT_IMAGE,
     network: options.network ?? "bridge",
     labels: { ...(options.labels ?? {}) },
-    requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
-    pullTimeoutMs: options.pullTimeoutMs ?? 300_000,
-    pidsLimit: options.pidsLimit ?? 4096,
+    requestTimeoutMs: number("requestTimeoutMs", options.requestTimeoutMs, 30_000),
+    pullTimeoutMs: number("pullTimeoutMs", options.pullTimeoutMs, 300_000),
+    pidsLimit: number("pidsLimit", options.pidsLimit, 4096, true),
     publishAddress: options.publishAddress ?? "127.0.0.1",
     publicHost:
       options.publicHost ??
-      engineHostName(options.host ?? (options.docker ? undefined : process.env.DOCKER_HOST)),
+      engineHostName(options.host ?? (options.docker ? undefined : readEnv("DOCKER_HOST"))),
   };
 }
 
