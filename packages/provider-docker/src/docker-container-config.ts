@@ -12,7 +12,7 @@ export const KEEPALIVE_ENTRYPOINT: readonly string[] = ["sleep"];
 export const KEEPALIVE_CMD: readonly string[] = ["2147483647"];
 
 function invalid(message: string): Error {
-  return new SandboxError("Validation", message, { retryable: false });
+  return new SandboxError("Validation", message);
 }
 
 /** Docker-specific checks of a spec, before any engine call. */

@@ -80,10 +80,7 @@ export function dockerodeOptions(options: DockerProviderOptions): Dockerode.Dock
   try {
     url = new URL(host.includes("://") ? host : `tcp://${host}`);
   } catch (cause) {
-    throw new SandboxError("Validation", `docker: invalid host ${JSON.stringify(host)}`, {
-      cause,
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `docker: invalid host ${JSON.stringify(host)}`, { cause });
   }
   const protocol = url.protocol.replace(/:$/, "");
   if (protocol === "ssh") {
@@ -98,9 +95,7 @@ export function dockerodeOptions(options: DockerProviderOptions): Dockerode.Dock
       port: url.port || (protocol === "https" ? 2376 : 2375),
     };
   }
-  throw new SandboxError("Validation", `docker: unsupported host scheme ${JSON.stringify(protocol)}`, {
-    retryable: false,
-  });
+  throw new SandboxError("Validation", `docker: unsupported host scheme ${JSON.stringify(protocol)}`);
 }
 
 /**

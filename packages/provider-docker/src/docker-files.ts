@@ -49,11 +49,7 @@ function decodeStat(header: string | string[] | undefined, path: string): PathSt
 }
 
 function notFound(path: string, cause: unknown): Error {
-  return new SandboxError("NotFound", `no such file or directory: ${path}`, {
-    status: 404,
-    cause,
-    retryable: false,
-  });
+  return new SandboxError("NotFound", `no such file or directory: ${path}`, { status: 404, cause });
 }
 
 function isCode(error: unknown, code: string): boolean {
@@ -154,9 +150,6 @@ async function openFile(
       throw new SandboxError(
         "Validation",
         `not a regular file: ${path} is a ${type === "dir" ? "directory" : type}`,
-        {
-          retryable: false,
-        },
       );
     }
     const reader = new TarFirstEntryReader(response as AsyncIterable<Buffer>);
@@ -169,7 +162,7 @@ async function openFile(
     }
     return { reader, size: entry.size, response };
   }
-  throw new SandboxError("Validation", `too many levels of symbolic links: ${path}`, { retryable: false });
+  throw new SandboxError("Validation", `too many levels of symbolic links: ${path}`);
 }
 
 /** `files.read` over the archive API, into one buffer of the file's size. */
@@ -273,17 +266,14 @@ export async function writeFile(
 ): Promise<void> {
   const dir = posix.dirname(path);
   const name = posix.basename(path);
-  if (name === "" || path === "/")
-    throw new SandboxError("Validation", `cannot write a file at ${path}`, { retryable: false });
+  if (name === "" || path === "/") throw new SandboxError("Validation", `cannot write a file at ${path}`);
   let fileMode = mode;
   if (fileMode === undefined) {
     fileMode = 0o644;
     try {
       const existing = await statPath(engine, container, path, signal);
       if (typeOf(existing.mode) === "dir") {
-        throw new SandboxError("Validation", `cannot write ${path}: it is a directory`, {
-          retryable: false,
-        });
+        throw new SandboxError("Validation", `cannot write ${path}: it is a directory`);
       }
       if (typeOf(existing.mode) === "file") fileMode = permissionBits(existing.mode);
     } catch (error) {
@@ -304,11 +294,9 @@ export async function writeFile(
 function helperError(operation: string, path: string, stderr: string): Error {
   const text = stderr.trim().slice(0, 500);
   const message = `docker ${operation} ${path}: ${text || "failed"}`;
-  if (/no such file|not found|not a directory/i.test(text))
-    return new SandboxError("NotFound", message, { retryable: false });
-  if (/is a directory/i.test(text)) return new SandboxError("Validation", message, { retryable: false });
-  if (/permission denied|read-only/i.test(text))
-    return new SandboxError("Unauthorized", message, { retryable: false });
+  if (/no such file|not found|not a directory/i.test(text)) return new SandboxError("NotFound", message);
+  if (/is a directory/i.test(text)) return new SandboxError("Validation", message);
+  if (/permission denied|read-only/i.test(text)) return new SandboxError("Unauthorized", message);
   if (/no space left/i.test(text)) return new SandboxError("QuotaExceeded", message, { retryable: false });
   return new SandboxError("Provider", message, { retryable: false });
 }

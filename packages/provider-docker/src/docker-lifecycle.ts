@@ -147,9 +147,7 @@ export async function inspectOurs(
     container.inspect({ abortSignal: bound }),
   );
   if (!isOurs(info.Config.Labels, engine.options.labels)) {
-    throw new SandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`);
   }
   return info;
 }
@@ -161,9 +159,7 @@ export async function connectSandbox(
   signal: AbortSignal,
 ): Promise<{ id: string; container: Dockerode.Container }> {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) {
-    throw new SandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`);
   }
   const docker = await engine.docker();
   const info = await inspectOurs(engine, docker.getContainer(id), signal);
@@ -369,9 +365,6 @@ export async function pauseSandbox(
     throw new SandboxError(
       "InvalidState",
       `docker pause: the sandbox is ${stateOf(info.State.Status)}, not running`,
-      {
-        retryable: false,
-      },
     );
   }
   await engine.pauseGate.pause(container.id, engine.options.requestTimeoutMs, () =>

@@ -18,7 +18,6 @@ export async function setEgress(
     throw new SandboxError(
       "Validation",
       "egress allow-lists are not enforced by the Docker provider (it can only block all or allow all outbound traffic)",
-      { retryable: false },
     );
   }
   const info = await inspectOurs(engine, container, signal);

@@ -30,12 +30,10 @@ export async function exposePort(
   signal: AbortSignal,
 ): Promise<PortInfo> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new SandboxError("Validation", `invalid port ${String(port)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid port ${String(port)}`);
   }
   if (isPrivate) {
-    throw new SandboxError("Validation", "the Docker provider has no private (token-protected) port URLs", {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", "the Docker provider has no private (token-protected) port URLs");
   }
   const info = await inspectOurs(engine, container, signal);
   const declared = Object.keys(info.HostConfig.PortBindings ?? {}).includes(`${port}/tcp`);
@@ -43,7 +41,6 @@ export async function exposePort(
     throw new SandboxError(
       "Validation",
       `port ${port} was not published when the sandbox was created: Docker publishes ports only at create, pass ports: [${port}] to create()`,
-      { retryable: false },
     );
   }
   const found = portsOf(engine, info).find((p) => p.port === port);
@@ -51,9 +48,6 @@ export async function exposePort(
     throw new SandboxError(
       "InvalidState",
       `port ${port} has no host binding: the sandbox is not running or has no network`,
-      {
-        retryable: false,
-      },
     );
   }
   return found;

@@ -52,11 +52,10 @@ export type DockerProvider = SandboxProvider<DockerCapabilities, DockerSandboxNa
 function argvOf(command: DriverCommand): string[] {
   if ("shell" in command) return ["sh", "-c", command.shell];
   if (command.argv.length === 0) {
-    throw new SandboxError("Validation", "a command needs at least one word", { retryable: false });
+    throw new SandboxError("Validation", "a command needs at least one word");
   }
   for (const word of command.argv) {
-    if (word.includes("\0"))
-      throw new SandboxError("Validation", "a command word cannot contain NUL", { retryable: false });
+    if (word.includes("\0")) throw new SandboxError("Validation", "a command word cannot contain NUL");
   }
   return [...command.argv];
 }
@@ -132,8 +131,7 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
       const out = await runHelper(engine, s.native, killPidCommand(pid, signalName), signal, "kill", {
         user: "0",
       });
-      if (out.exitCode === 3)
-        throw new SandboxError("NotFound", `no process ${pid} in the sandbox`, { retryable: false });
+      if (out.exitCode === 3) throw new SandboxError("NotFound", `no process ${pid} in the sandbox`);
       if (out.exitCode !== 0) {
         throw new SandboxError("Provider", `docker kill ${pid}: ${out.stderr.toString("utf8").trim()}`, {
           retryable: false,
@@ -174,7 +172,7 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
     },
     async doSetTimeout(s, ttlMs, { signal }) {
       if (!(Number.isFinite(ttlMs) && ttlMs > 0)) {
-        throw new SandboxError("Validation", `invalid ttl ${String(ttlMs)}`, { retryable: false });
+        throw new SandboxError("Validation", `invalid ttl ${String(ttlMs)}`);
       }
       await inspectOurs(engine, s.native, signal);
       const at = new Date(Date.now() + ttlMs).toISOString();

@@ -33,7 +33,7 @@ async function findPid(
 
 function dimension(value: number, name: string): number {
   if (!Number.isInteger(value) || value < 1 || value > 10_000) {
-    throw new SandboxError("Validation", `invalid pty ${name} ${String(value)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid pty ${name} ${String(value)}`);
   }
   return value;
 }
@@ -93,7 +93,7 @@ export async function createPty(
   return {
     pid,
     async write(data) {
-      if (socket.destroyed) throw new SandboxError("InvalidState", "the pty has ended", { retryable: false });
+      if (socket.destroyed) throw new SandboxError("InvalidState", "the pty has ended");
       await new Promise<void>((resolve, reject) =>
         socket.write(typeof data === "string" ? Buffer.from(data, "utf8") : data, (error) =>
           error ? reject(toDockerError(error, "pty write")) : resolve(),

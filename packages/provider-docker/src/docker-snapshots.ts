@@ -109,7 +109,7 @@ async function snapshotImage(
   // Image inspect takes no abort signal in dockerode; the call is still bounded.
   const info = await engine.call("inspect snapshot", signal, () => docker.getImage(ref.id).inspect());
   if (!info.Config?.Labels?.[LABEL_SNAPSHOT_OF]) {
-    throw new SandboxError("NotFound", `no sbox snapshot ${ref.id}`, { retryable: false });
+    throw new SandboxError("NotFound", `no sbox snapshot ${ref.id}`);
   }
   return info;
 }
@@ -247,9 +247,7 @@ export async function forkSandbox(
   signal: AbortSignal,
 ): Promise<{ id: string; container: Dockerode.Container }[]> {
   if (!Number.isInteger(count) || count < 1 || count > 100) {
-    throw new SandboxError("Validation", `invalid fork count ${String(count)}: 1..100`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `invalid fork count ${String(count)}: 1..100`);
   }
   const info = await inspectOurs(engine, container, signal);
   const image = await commit(

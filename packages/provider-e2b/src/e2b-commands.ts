@@ -151,9 +151,7 @@ export async function killProcessTree(
   );
   const exit = await waitForExit(handle);
   if (exit.exitCode === 3) {
-    throw new SandboxError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`);
   }
   if (exit.exitCode !== 0) {
     throw new SandboxError("Provider", `e2b kill ${pid}: the kill helper exited ${String(exit.exitCode)}`, {

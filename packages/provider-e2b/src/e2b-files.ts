@@ -63,9 +63,7 @@ async function chmod(
   signal: AbortSignal,
 ) {
   if (!(Number.isInteger(mode) && mode >= 0 && mode <= 0o7777)) {
-    throw new SandboxError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`);
   }
   const result = await exec(ctx, sandbox, {
     command: { shell: shellQuoteArgv(["chmod", mode.toString(8), "--", path]) },
@@ -178,25 +176,20 @@ export async function makeDir(
     const parent = await statFile(ctx, sandbox, parentOf(path), signal).catch((error: unknown) => {
       if (SandboxError.isInstance(error) && error.code === "NotFound") {
         throw new SandboxError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
-          retryable: false,
           cause: error,
         });
       }
       throw error;
     });
     if (parent.type !== "dir") {
-      throw new SandboxError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`, {
-        retryable: false,
-      });
+      throw new SandboxError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`);
     }
   }
   const created = await sandboxCall(ctx, sandbox.id, op("mkdir", path), signal, () =>
     sandbox.native.files.makeDir(path, requestOptions(ctx, signal)),
   );
   if (!created && !recursive) {
-    throw new SandboxError("Conflict", `e2b files.mkdir ${path}: the directory already exists`, {
-      retryable: false,
-    });
+    throw new SandboxError("Conflict", `e2b files.mkdir ${path}: the directory already exists`);
   }
 }
 
@@ -218,9 +211,6 @@ export async function removePath(
       throw new SandboxError(
         "Conflict",
         `e2b files.remove ${path}: the directory is not empty (use recursive)`,
-        {
-          retryable: false,
-        },
       );
     }
   }

@@ -35,7 +35,7 @@ export const KILL_TREE_SCRIPT: string = [
 export function signalForKill(signal: string): string {
   const name = signal.toUpperCase().replace(/^SIG/, "");
   if (!/^[A-Z][A-Z0-9]*$/.test(name)) {
-    throw new SandboxError("Validation", `invalid signal ${JSON.stringify(signal)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid signal ${JSON.stringify(signal)}`);
   }
   return name;
 }

@@ -42,9 +42,6 @@ function validTimeout(ms: number, what: string): number {
     throw new SandboxError(
       "Validation",
       `${what} must be a positive number of milliseconds, got ${String(ms)}`,
-      {
-        retryable: false,
-      },
     );
   }
   return ms;
@@ -79,9 +76,6 @@ export async function connectSandbox(
     throw new SandboxError(
       "NotFound",
       `e2b connect: no sandbox ${JSON.stringify(id)} (not an E2B sandbox id)`,
-      {
-        retryable: false,
-      },
     );
   }
   const { Sandbox } = await loadE2B();
@@ -143,7 +137,7 @@ export async function* listSandboxes(
   });
   let seen = 0;
   while (paginator.hasNext) {
-    if (signal.aborted) throw new SandboxError("Aborted", "e2b list: aborted", { retryable: false });
+    if (signal.aborted) throw new SandboxError("Aborted", "e2b list: aborted");
     const page = await paginator.nextItems({ signal });
     for (const info of page) {
       yield infoOf(info);
@@ -241,9 +235,7 @@ export async function forkSandbox(
   signal: AbortSignal,
 ): Promise<E2BDriverSandbox[]> {
   if (!(Number.isInteger(count) && count >= 1)) {
-    throw new SandboxError("Validation", `fork count must be a positive integer, got ${String(count)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `fork count must be a positive integer, got ${String(count)}`);
   }
   const { Sandbox } = await loadE2B();
   const results = await Sandbox.fork(sandbox.id, {

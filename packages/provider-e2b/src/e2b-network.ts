@@ -17,18 +17,13 @@ export function egressRules(policy: EgressPolicy): E2BEgressRules {
   if (policy === "allow-all") return {};
   if (policy === "block-all") return { denyOut: [ALL_TRAFFIC] };
   if (typeof policy !== "object" || policy === null || !Array.isArray(policy.allow)) {
-    throw new SandboxError("Validation", `invalid egress policy ${JSON.stringify(policy)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `invalid egress policy ${JSON.stringify(policy)}`);
   }
   for (const entry of policy.allow) {
     if (typeof entry !== "string" || entry.trim() === "" || /\s/.test(entry)) {
       throw new SandboxError(
         "Validation",
         `invalid egress allow entry ${JSON.stringify(entry)}: a host, IP or CIDR`,
-        {
-          retryable: false,
-        },
       );
     }
   }

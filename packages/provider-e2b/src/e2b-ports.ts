@@ -8,17 +8,12 @@ import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
  */
 export function exposePort(sandbox: E2BDriverSandbox, port: number, isPrivate: boolean): PortInfo {
   if (!(Number.isInteger(port) && port >= 1 && port <= 65_535)) {
-    throw new SandboxError("Validation", `port must be an integer from 1 to 65535, got ${String(port)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `port must be an integer from 1 to 65535, got ${String(port)}`);
   }
   if (isPrivate) {
     throw new SandboxError(
       "Validation",
       "e2b: private ports are a sandbox-wide setting at create, not per port",
-      {
-        retryable: false,
-      },
     );
   }
   const info: PortInfo = { port, url: `https://${sandbox.native.getHost(port)}` };

@@ -15,9 +15,6 @@ function size(cols: number, rows: number): { cols: number; rows: number } {
       throw new SandboxError(
         "Validation",
         `pty ${name} must be an integer from 1 to 65535, got ${String(value)}`,
-        {
-          retryable: false,
-        },
       );
     }
   }
@@ -37,7 +34,6 @@ export async function createPty(
     throw new SandboxError(
       "Validation",
       "e2b pty: E2B terminals always run an interactive login shell; write the command to the terminal instead",
-      { retryable: false },
     );
   }
   const opts: PtyCreateOpts = {

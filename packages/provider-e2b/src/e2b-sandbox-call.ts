@@ -51,17 +51,13 @@ export async function sandboxCall<T>(
       if (state === "gone") {
         throw new SandboxError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, {
           cause: error,
-          retryable: false,
         });
       }
       if (state === "paused") {
         throw new SandboxError(
           "InvalidState",
           `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
-          {
-            cause: error,
-            retryable: false,
-          },
+          { cause: error },
         );
       }
     }

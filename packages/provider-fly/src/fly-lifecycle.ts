@@ -39,10 +39,7 @@ const CLEANUP_TIMEOUT_MS = 30_000;
 const MACHINE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 function notFound(id: string, app: string): SandboxError {
-  return new SandboxError("NotFound", `no Fly machine ${JSON.stringify(id)} in app ${app}`, {
-    status: 404,
-    retryable: false,
-  });
+  return new SandboxError("NotFound", `no Fly machine ${JSON.stringify(id)} in app ${app}`, { status: 404 });
 }
 
 function isGone(machine: FlyMachine): boolean {
@@ -197,7 +194,6 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
         throw new SandboxError(
           "InvalidState",
           `only a running machine can be paused; machine ${id} is ${machine.state}`,
-          { retryable: false },
         );
       }
       if (machine.state === "started") await machineAction(http, id, "suspend", signal);

@@ -86,20 +86,14 @@ const fly = (source: SettingSource<number>, fallback: number): number =>
  */
 export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFlyOptions {
   if (typeof options !== "object" || options === null) {
-    throw new SandboxError("Validation", "fly(): options must be an object", {
-      provider: FLY_PROVIDER_NAME,
-      retryable: false,
-    });
+    throw new SandboxError("Validation", "fly(): options must be an object", { provider: FLY_PROVIDER_NAME });
   }
   const fetchImpl = options.fetch ?? globalThis.fetch;
   if (typeof fetchImpl !== "function") {
     throw new SandboxError(
       "Validation",
       "fly(): no fetch implementation: pass options.fetch or run on Node 20 or later",
-      {
-        provider: FLY_PROVIDER_NAME,
-        retryable: false,
-      },
+      { provider: FLY_PROVIDER_NAME },
     );
   }
   const retry = options.retry ?? {};
@@ -163,14 +157,12 @@ export function requireCredentials(options: ResolvedFlyOptions): { token: string
     throw new SandboxError(
       "Unauthorized",
       "no Fly API token: set FLY_API_TOKEN (for example `export FLY_API_TOKEN=$(fly auth token)`) or pass fly({ apiToken })",
-      { retryable: false },
     );
   }
   if (options.appName === undefined) {
     throw new SandboxError(
       "Validation",
       "no Fly app: set FLY_APP to the name of an existing Fly App, or pass fly({ appName })",
-      { retryable: false },
     );
   }
   return { token: options.apiToken, app: options.appName };
