@@ -2,6 +2,7 @@ import type { LossyEmulation } from "../capabilities/capability-emulation.js";
 import { isLossyEmulation } from "../capabilities/capability-emulation.js";
 import type { CapabilityMap, CapabilityName } from "../capabilities/capability-names.js";
 import { checkProviderManifest } from "../capabilities/manifest.js";
+import { redactError } from "../errors/redact-error.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import { createProviderRuntime, type ProviderRuntime } from "../sandbox/provider-runtime.js";
@@ -73,6 +74,8 @@ export function createSandboxClient<
   const primary = createProviderRuntime(options.provider, runtimeOptions);
   const fallbacks = (options.fallback ?? []).map((p) => createProviderRuntime(p, runtimeOptions));
   const runtimes = [primary, ...fallbacks];
+  // Errors of the client may carry causes from any of its providers (AllProvidersFailed): scrub them all.
+  const secrets = () => runtimes.flatMap((runtime) => runtime.secrets());
   const hooks: SandboxHooks[] = [...(options.plugins ?? []).map((p) => p.hooks ?? {}), options.hooks ?? {}];
   let disposed = false;
 
@@ -103,7 +106,10 @@ export function createSandboxClient<
       if (disposed) throw new SandboxError("InvalidState", "the client was disposed", { retryable: false });
       return await run();
     } catch (error) {
-      const wrapped = toSandboxError(error, { provider: runtime.name, operation: name });
+      const wrapped = redactError(
+        toSandboxError(error, { provider: runtime.name, operation: name }),
+        secrets(),
+      );
       reportError(runtime)(wrapped, name);
       throw wrapped;
     }
@@ -221,7 +227,9 @@ export function createSandboxClient<
         try {
           await runtime.driver.doDispose?.();
         } catch (error) {
-          errors.push(toSandboxError(error, { provider: runtime.name, operation: "dispose" }));
+          errors.push(
+            redactError(toSandboxError(error, { provider: runtime.name, operation: "dispose" }), secrets()),
+          );
         }
       }
       if (errors.length > 0) throw errors[0];
@@ -249,7 +257,10 @@ export function createSandboxClient<
         if (rest.limit !== undefined && count >= rest.limit) return;
       }
     } catch (error) {
-      const wrapped = toSandboxError(error, { provider: primary.name, operation: "list" });
+      const wrapped = redactError(
+        toSandboxError(error, { provider: primary.name, operation: "list" }),
+        secrets(),
+      );
       reportError(primary)(wrapped, "list");
       throw wrapped;
     }

@@ -1,3 +1,4 @@
+import { redactError } from "../errors/redact-error.js";
 import { NotSupportedError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DriverOutputCallbacks, DriverProcess } from "../spec/provider-spec.js";
@@ -109,7 +110,10 @@ function wrapProcess(
       return exit.signal === undefined ? { exitCode } : { exitCode, signal: exit.signal };
     },
     (error: unknown) => {
-      const wrapped = toSandboxError(error, { provider: context.runtime.name, operation: "process.wait" });
+      const wrapped = redactError(
+        toSandboxError(error, { provider: context.runtime.name, operation: "process.wait" }),
+        context.runtime.secrets(),
+      );
       stdout.fail(wrapped);
       stderr.fail(wrapped);
       throw wrapped;

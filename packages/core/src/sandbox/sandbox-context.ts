@@ -1,4 +1,5 @@
 import type { CapabilityName } from "../capabilities/capability-names.js";
+import { redactError } from "../errors/redact-error.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DriverCallOptions, DriverSandbox } from "../spec/provider-spec.js";
@@ -16,10 +17,14 @@ export interface SandboxContext {
 
 /**
  * The one way an error leaves a facade operation: as a `SandboxError` naming the provider and the
- * operation, reported to the hooks once.
+ * operation, without the provider's secrets or engine host paths anywhere in it (cause chain included),
+ * reported to the hooks once.
  */
 export function failure(context: SandboxContext, error: unknown, operation: string): SandboxError {
-  const wrapped = toSandboxError(error, { provider: context.runtime.name, operation });
+  const wrapped = redactError(
+    toSandboxError(error, { provider: context.runtime.name, operation }),
+    context.runtime.secrets(),
+  );
   context.reportError(wrapped, operation);
   return wrapped;
 }

@@ -1,6 +1,6 @@
 import { DRIVER_METHOD_NAMES, type DriverMethodName } from "../capabilities/capability-methods.js";
 import { abortReasonOf } from "../emulation/e7-timeout.js";
-import { redactSecrets } from "../errors/redact.js";
+import { redactError } from "../errors/redact-error.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { SandboxProviderV1 } from "./provider-spec.js";
@@ -134,12 +134,7 @@ export function withDriverErrorMapping<P extends SandboxProviderV1>(provider: P)
         provider.mapError?.(error, { method, operation, sandboxId: sandboxIdOf(method, args) }) ??
         toSandboxError(error, { provider: provider.name, operation });
     if (mapped.provider === undefined) (mapped as { provider: string | undefined }).provider = provider.name;
-    const secrets = provider.secrets?.() ?? [];
-    if (secrets.length > 0) {
-      mapped.message = redactSecrets(mapped.message, secrets);
-      if (typeof mapped.stack === "string") mapped.stack = redactSecrets(mapped.stack, secrets);
-    }
-    return mapped;
+    return redactError(mapped, provider.secrets?.() ?? []);
   };
 
   const settle = (value: unknown, method: DriverMethodName, args: readonly unknown[]): unknown => {

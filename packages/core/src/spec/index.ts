@@ -22,7 +22,9 @@ export { shellCommandOf, shellQuote, shellQuoteArgv } from "../emulation/shell-q
 export { abortErrorOf } from "../errors/abort-error.js";
 export type { SandboxErrorCode } from "../errors/error-codes.js";
 export { SANDBOX_ERROR_CODES } from "../errors/error-codes.js";
+export { scrubHostPaths } from "../errors/host-paths.js";
 export { redactSecrets } from "../errors/redact.js";
+export { RedactedCause, redactError } from "../errors/redact-error.js";
 export type { SandboxErrorOptions } from "../errors/sandbox-error.js";
 export { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
