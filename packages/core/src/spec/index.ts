@@ -32,6 +32,8 @@ export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../err
 export { exitCodeForSignal, signalName } from "../sandbox/signal-names.js";
 export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
+export type { ProviderFetch, ProviderFetchOptions, ProviderRequestOptions } from "./provider-fetch.js";
+export { createProviderFetch } from "./provider-fetch.js";
 export type { SettingParser, SettingParsers, SettingSource } from "./provider-settings.js";
 export { invalidSetting, loadSetting, readEnv, settingParsers } from "./provider-settings.js";
 export type * from "./provider-spec.js";
