@@ -1,5 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { type Capabilities, createSandboxClient, type Sandbox, type SandboxClient } from "@sbox/core";
+import {
+  type Capabilities,
+  createSandboxClient,
+  type Sandbox,
+  type SandboxClient,
+  type SandboxClientOptions,
+} from "@sbox/core";
 import { type CapabilityMap, SandboxError, type SandboxProvider, type SandboxSpec } from "@sbox/core/spec";
 import { ConformanceFailure, ConformanceSkip, show } from "./assertions.js";
 import { defineConformanceCases } from "./cases/define-conformance-cases.js";
@@ -8,6 +14,7 @@ import { CASE_LABEL, LEAK_CASE_ID, RUN_LABEL } from "./conformance-labels.js";
 import type { ConformanceOptions } from "./conformance-options.js";
 import type { CaseReport } from "./conformance-report.js";
 import { createDriverRecorder } from "./driver-recorder.js";
+import { type ForeignOrigin, startForeignOrigin } from "./foreign-origin.js";
 import { type HostServer, startHostServer } from "./host-server.js";
 import { runOk } from "./sandbox-scripts.js";
 
@@ -87,9 +94,13 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
   } catch (error) {
     setupError = `the provider factory threw ${show(error)}`;
   }
-  const makeClient = (provider: SandboxProvider): SandboxClient =>
+  const makeClient = (
+    provider: SandboxProvider,
+    overrides: Partial<Omit<SandboxClientOptions, "provider" | "primitivesOnly">> = {},
+  ): SandboxClient =>
     createSandboxClient({
       ...(options.clientOptions ?? {}),
+      ...overrides,
       provider: recorder.record(provider),
       primitivesOnly: options.primitivesOnly ?? false,
     } as Parameters<typeof createSandboxClient>[0]);
@@ -168,6 +179,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
   let shared: Promise<Sandbox> | undefined;
   let quiet: Promise<Sandbox> | undefined;
   let hostServer: Promise<HostServer> | undefined;
+  let foreign: Promise<ForeignOrigin> | undefined;
   const scratchBase = new Map<string, Promise<string>>();
   let finished: Promise<{ report: CaseReport; leaked: string[] }> | undefined;
 
@@ -256,9 +268,9 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
         ownSandboxes.push(sandbox);
         return sandbox;
       },
-      secondClient: () => {
+      secondClient: (overrides) => {
         if (!rawProvider) throw new ConformanceFailure(setupError ?? "no provider");
-        const second = makeClient(options.provider());
+        const second = makeClient(options.provider(), overrides);
         secondClients.push(second);
         return second;
       },
@@ -278,6 +290,11 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
       hostServer: () => {
         hostServer ??= startHostServer();
         return hostServer;
+      },
+      remote: options.remote,
+      foreignOrigin: () => {
+        foreign ??= startForeignOrigin();
+        return foreign;
       },
       skip: (reason) => {
         throw new ConformanceSkip(reason);
@@ -372,6 +389,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
         problems.push(messageOf(error));
       }
       if (hostServer) await (await hostServer).close();
+      if (foreign) await (await foreign).close();
       if (client)
         await client
           .dispose()

@@ -10,6 +10,7 @@ import { lifecycleCases } from "./lifecycle-cases.js";
 import { manifestCases } from "./manifest-cases.js";
 import { networkCases } from "./network-cases.js";
 import { portsCases } from "./ports-cases.js";
+import { remoteFaultCases } from "./remote-fault-cases.js";
 import { stateCases } from "./state-cases.js";
 import { unsupportedCases } from "./unsupported-cases.js";
 import { watchCases } from "./watch-cases.js";
@@ -35,6 +36,7 @@ export function defineConformanceCases(ownCases: readonly ConformanceCase[] = []
     ...extraCases(),
     ...concurrencyCases(),
     ...errorCases(),
+    ...remoteFaultCases(),
     ...unsupportedCases(),
     ...ownCases,
   ];
