@@ -52,6 +52,12 @@ export interface FlyProviderOptions {
   stopTimeoutMs?: number | undefined;
   /** Time limit Fly applies to one exec call, in seconds (default 300). */
   execTimeoutSeconds?: number | undefined;
+  /**
+   * Deadline of one call of the Machines API in ms (default 30 000): Fly's answer must begin within it and
+   * its body must not pause longer. Calls that wait on purpose (the wait route, an exec) get their own
+   * time on top; while an exec runs, the machine is checked with this deadline. Past it: `Timeout`.
+   */
+  requestTimeoutMs?: number | undefined;
   /** Retries of 429, 5xx and network failures (see the README for which calls are retried). */
   retry?: FlyRetryOptions | undefined;
   /** Preview URL of an exposed port (default `https://{app}.fly.dev:{port}`). */
@@ -71,6 +77,7 @@ export interface ResolvedFlyOptions {
   readonly startTimeoutMs: number;
   readonly stopTimeoutMs: number;
   readonly execTimeoutSeconds: number;
+  readonly requestTimeoutMs: number;
   readonly retry: ResolvedFlyRetry;
   readonly previewUrl: FlyPreviewUrl;
   readonly cpuKind: string;
@@ -139,6 +146,10 @@ export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFly
     ),
     execTimeoutSeconds: Math.ceil(
       fly({ option: "execTimeoutSeconds", value: options.execTimeoutSeconds, parse: positiveNumber }, 300),
+    ),
+    requestTimeoutMs: fly(
+      { option: "requestTimeoutMs", value: options.requestTimeoutMs, parse: positiveNumber },
+      30_000,
     ),
     retry: {
       retries: fly({ option: "retry.retries", value: retry.retries, parse: nonNegativeInteger }, 4),
