@@ -13,7 +13,9 @@ import type { CommandHandle, CommandStartOpts } from "e2b";
 import { exitFromE2B } from "./e2b-exit.js";
 import { KILL_TREE_SCRIPT, signalForKill } from "./e2b-kill-tree.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
+import { watchLiveness } from "./e2b-liveness.js";
 import { type CommandContext, sandboxCall } from "./e2b-sandbox-call.js";
+import { unarySignal } from "./e2b-sdk.js";
 
 export type { CommandContext } from "./e2b-sandbox-call.js";
 
@@ -93,7 +95,7 @@ export async function sendStdin(
   for (let offset = 0; offset < data.byteLength; offset += STDIN_CHUNK) {
     const piece = data.subarray(offset, Math.min(offset + STDIN_CHUNK, data.byteLength));
     await sandboxCall(ctx, sandbox.id, `stdin of process ${pid}`, undefined, () =>
-      sandbox.native.commands.sendStdin(pid, piece),
+      sandbox.native.commands.sendStdin(pid, piece, { signal: unarySignal(ctx.options) }),
     );
   }
 }
@@ -121,7 +123,7 @@ async function feedStdin(
   }
   if (close) {
     await sandboxCall(ctx, sandbox.id, `closing stdin of process ${pid}`, undefined, () =>
-      sandbox.native.commands.closeStdin(pid),
+      sandbox.native.commands.closeStdin(pid, { signal: unarySignal(ctx.options) }),
     );
   }
 }
@@ -174,14 +176,23 @@ export async function execStream(
   sandbox: E2BDriverSandbox,
   request: DriverExecRequest & Partial<DriverOutputCallbacks>,
 ): Promise<DriverExit> {
-  const { signal } = request;
   const hasStdin = request.stdin !== undefined;
   const handle = await start(ctx, sandbox, request, request, hasStdin, "exec");
   const exit = waitForExit(handle);
   exit.catch(() => {});
+  // A command may run as long as it likes, but not on a sandbox that stopped answering.
+  const lost = new AbortController();
+  const stopWatching = watchLiveness(ctx, sandbox, (error) => lost.abort(error));
+  const signal = AbortSignal.any([request.signal, lost.signal]);
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => {
+      if (lost.signal.aborted) {
+        // Nothing can be killed through a daemon that does not answer: report at once.
+        void handle.disconnect();
+        reject(lost.signal.reason);
+        return;
+      }
       killProcessTree(ctx, sandbox, handle.pid, "SIGKILL")
         .catch(() => undefined)
         // The daemon's own SIGKILL of the top process, in case the tree helper could not run.
@@ -213,6 +224,7 @@ export async function execStream(
     if (signal.aborted) await aborted;
     return result;
   } finally {
+    stopWatching();
     if (onAbort) signal.removeEventListener("abort", onAbort);
   }
 }
@@ -239,7 +251,16 @@ export async function exec(
 
 function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: CommandHandle): DriverProcess {
   const pid = handle.pid;
-  const exit = waitForExit(handle);
+  let stopWatching = () => {};
+  // A background process may run for ever; its wait ends when the sandbox stops answering (see liveness).
+  const lost = new Promise<never>((_, reject) => {
+    stopWatching = watchLiveness(ctx, sandbox, (error) => {
+      void handle.disconnect();
+      reject(error);
+    });
+  });
+  lost.catch(() => {});
+  const exit = Promise.race([waitForExit(handle), lost]).finally(() => stopWatching());
   exit.catch(() => {});
   return {
     pid,
@@ -248,7 +269,7 @@ function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: C
     writeStdin: (data) => sendStdin(ctx, sandbox, pid, data),
     closeStdin: () =>
       sandboxCall(ctx, sandbox.id, `closing stdin of process ${pid}`, undefined, () =>
-        sandbox.native.commands.closeStdin(pid),
+        sandbox.native.commands.closeStdin(pid, { signal: unarySignal(ctx.options) }),
       ),
   };
 }
@@ -289,7 +310,7 @@ export async function listProcesses(
   signal: AbortSignal,
 ): Promise<ProcessInfo[]> {
   const processes = await sandboxCall(ctx, sandbox.id, "commands.list", signal, () =>
-    sandbox.native.commands.list({ signal }),
+    sandbox.native.commands.list({ signal: unarySignal(ctx.options, signal) }),
   );
   return processes.map((p) => ({
     pid: p.pid,

@@ -3,6 +3,7 @@ import type { EntryInfo } from "e2b";
 import { type CommandContext, exec } from "./e2b-commands.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
+import { unarySignal } from "./e2b-sdk.js";
 
 /** Per-request options every filesystem call of the SDK takes. */
 interface FilesystemRequestOpts {
@@ -11,8 +12,9 @@ interface FilesystemRequestOpts {
   requestTimeoutMs?: number;
 }
 
-function requestOptions(ctx: CommandContext, signal: AbortSignal): FilesystemRequestOpts {
-  const opts: FilesystemRequestOpts = { signal };
+/** Options of a unary filesystem call; streamed transfers pass `streamed` (the SDK bounds their idle time). */
+function requestOptions(ctx: CommandContext, signal: AbortSignal, streamed = false): FilesystemRequestOpts {
+  const opts: FilesystemRequestOpts = { signal: streamed ? signal : unarySignal(ctx.options, signal) };
   if (ctx.options.user !== undefined) opts.user = ctx.options.user;
   if (ctx.options.requestTimeoutMs !== undefined) opts.requestTimeoutMs = ctx.options.requestTimeoutMs;
   return opts;
@@ -100,7 +102,7 @@ export async function readFileStream(
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   const source = await sandboxCall(ctx, sandbox.id, op("readStream", path), signal, () =>
-    sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "stream" as const }),
+    sandbox.native.files.read(path, { ...requestOptions(ctx, signal, true), format: "stream" as const }),
   );
   const reader = source.getReader();
   return new ReadableStream<Uint8Array>({
@@ -129,7 +131,7 @@ export async function writeFileStream(
   signal: AbortSignal,
 ): Promise<void> {
   await sandboxCall(ctx, sandbox.id, op("writeStream", path), signal, () =>
-    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal), useOctetStream: true }),
+    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal, true), useOctetStream: true }),
   );
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
 }

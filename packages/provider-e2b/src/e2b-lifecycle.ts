@@ -11,7 +11,14 @@ import type { SandboxState as E2BState, SandboxInfo, SandboxOpts } from "e2b";
 import { toE2BError } from "./e2b-errors.js";
 import { egressRules } from "./e2b-network.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
-import { connectionOptions, type E2BSandbox, loadE2B } from "./e2b-sdk.js";
+import {
+  connectionOptions,
+  type E2BSandbox,
+  forgetSandbox,
+  loadE2B,
+  rememberSandbox,
+  unarySignal,
+} from "./e2b-sdk.js";
 
 /** A driver sandbox of this provider. */
 export type E2BDriverSandbox = DriverSandbox<E2BSandbox>;
@@ -22,7 +29,8 @@ const E2B_STATES: readonly SandboxState[] = ["running", "paused"];
 const METRICS_ATTEMPTS = 6;
 const METRICS_RETRY_MS = 1_500;
 
-function wrap(sandbox: E2BSandbox): E2BDriverSandbox {
+function wrap(options: ResolvedE2BOptions, sandbox: E2BSandbox): E2BDriverSandbox {
+  rememberSandbox(options, sandbox);
   return { id: sandbox.sandboxId, native: sandbox };
 }
 
@@ -53,7 +61,7 @@ export async function createSandbox(
   spec: SandboxSpec,
   signal: AbortSignal,
 ): Promise<E2BDriverSandbox> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   const opts: SandboxOpts = {
     ...connectionOptions(options, signal),
     timeoutMs: spec.ttlMs === undefined ? options.timeoutMs : validTimeout(spec.ttlMs, "ttlMs"),
@@ -63,7 +71,7 @@ export async function createSandbox(
   if (spec.network) opts.network = egressRules(spec.network.egress);
   const template = spec.template ?? options.template;
   const sandbox = await Sandbox.create(template, opts);
-  return wrap(sandbox);
+  return wrap(options, sandbox);
 }
 
 /** `Sandbox.connect`: attaches to a running sandbox and resumes a paused one (that is what E2B's connect does). */
@@ -78,9 +86,9 @@ export async function connectSandbox(
       `e2b connect: no sandbox ${JSON.stringify(id)} (not an E2B sandbox id)`,
     );
   }
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   const sandbox = await Sandbox.connect(id, connectionOptions(options, signal));
-  return wrap(sandbox);
+  return wrap(options, sandbox);
 }
 
 /** `Sandbox.kill`; a sandbox that is already gone is not an error. */
@@ -89,8 +97,9 @@ export async function destroySandbox(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<void> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   await Sandbox.kill(sandbox.id, connectionOptions(options, signal));
+  forgetSandbox(options, sandbox.id);
 }
 
 /** Live state from the control plane; a sandbox E2B no longer knows is reported destroyed. */
@@ -99,7 +108,7 @@ export async function sandboxInfo(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<DriverSandboxInfo> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   try {
     const info = await Sandbox.getInfo(sandbox.id, connectionOptions(options, signal));
     return infoOf(info);
@@ -126,7 +135,7 @@ export async function* listSandboxes(
     filter.state === undefined ? undefined : Array.isArray(filter.state) ? filter.state : [filter.state];
   const states = (wanted ?? E2B_STATES).filter((s): s is E2BState => E2B_STATES.includes(s)) as E2BState[];
   if (states.length === 0) return;
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   const { signal: _signal, ...listOptions } = connectionOptions(options);
   const query: { metadata?: Record<string, string>; state: E2BState[] } = { state: states };
   if (filter.metadata) query.metadata = { ...filter.metadata };
@@ -138,7 +147,7 @@ export async function* listSandboxes(
   let seen = 0;
   while (paginator.hasNext) {
     if (signal.aborted) throw new SandboxError("Aborted", "e2b list: aborted");
-    const page = await paginator.nextItems({ signal });
+    const page = await paginator.nextItems({ signal: unarySignal(options, signal) });
     for (const info of page) {
       yield infoOf(info);
       seen++;
@@ -153,7 +162,7 @@ export async function pauseSandbox(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<void> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   await Sandbox.pause(sandbox.id, {
     ...connectionOptions(options, signal),
     keepMemory: options.pauseKeepsMemory,
@@ -166,6 +175,7 @@ export async function resumeSandbox(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<void> {
+  await loadE2B(options);
   await sandbox.native.connect({ ...connectionOptions(options, signal) });
 }
 
@@ -177,7 +187,7 @@ export async function setSandboxTimeout(
   signal: AbortSignal,
 ): Promise<void> {
   validTimeout(ttlMs, "setTimeout");
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   await Sandbox.setTimeout(sandbox.id, ttlMs, connectionOptions(options, signal));
 }
 
@@ -201,7 +211,7 @@ export async function sandboxMetrics(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<SandboxMetrics> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   for (let attempt = 1; ; attempt++) {
     const samples = await Sandbox.getMetrics(sandbox.id, connectionOptions(options, signal));
     const last = samples.at(-1);
@@ -237,7 +247,7 @@ export async function forkSandbox(
   if (!(Number.isInteger(count) && count >= 1)) {
     throw new SandboxError("Validation", `fork count must be a positive integer, got ${String(count)}`);
   }
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   const results = await Sandbox.fork(sandbox.id, {
     ...connectionOptions(options, signal),
     count,
@@ -252,5 +262,5 @@ export async function forkSandbox(
     );
     throw failed ?? new SandboxError("Provider", `E2B made ${made.length} of ${count} forks`);
   }
-  return made.map(wrap);
+  return made.map((fork) => wrap(options, fork));
 }

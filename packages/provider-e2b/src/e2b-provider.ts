@@ -43,7 +43,7 @@ import { egressRules } from "./e2b-network.js";
 import { type E2BProviderOptions, resolveE2BOptions } from "./e2b-options.js";
 import { exposePort } from "./e2b-ports.js";
 import { createPty } from "./e2b-pty.js";
-import { connectionOptions, type E2BSandbox, loadE2B } from "./e2b-sdk.js";
+import { closeE2B, connectionOptions, type E2BSandbox, e2bSecrets, loadE2B } from "./e2b-sdk.js";
 import { watchPath } from "./e2b-watch.js";
 
 /** What `sandbox.raw()` returns for an E2B sandbox: the SDK's `Sandbox`. */
@@ -69,7 +69,7 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     capabilities: e2bCapabilities,
     flags: e2bFlags(resolved.pauseKeepsMemory),
     honours: e2bHonours,
-    secrets: () => [resolved.apiKey],
+    secrets: () => e2bSecrets(resolved),
     mapError: mapE2BError,
 
     doCreate: (spec, { signal }) => createSandbox(resolved, spec, signal),
@@ -102,10 +102,11 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     doMetrics: (s, { signal }) => sandboxMetrics(resolved, s, signal),
     doFork: (s, { signal, count }) => forkSandbox(resolved, s, count, signal),
 
+    doDispose: () => closeE2B(resolved),
     doExposePort: async (s, port, { private: isPrivate }) => exposePort(s, port, isPrivate),
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       const rules = egressRules(policy);
-      const { Sandbox } = await loadE2B();
+      const { Sandbox } = await loadE2B(resolved);
       await Sandbox.updateNetwork(s.id, rules, connectionOptions(resolved, signal));
     },
   });

@@ -2,7 +2,7 @@ import { type DriverPty, type DriverPtyRequest, SandboxError } from "@sbox/core/
 import { type CommandContext, killProcessTree, waitForExit } from "./e2b-commands.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
-import type { E2BSandbox } from "./e2b-sdk.js";
+import { type E2BSandbox, unarySignal } from "./e2b-sdk.js";
 
 type PtyCreateOpts = Parameters<E2BSandbox["pty"]["create"]>[0];
 
@@ -54,11 +54,13 @@ export async function createPty(
     pid,
     write: (data) =>
       sandboxCall(ctx, sandbox.id, `pty ${pid} input`, undefined, () =>
-        sandbox.native.pty.sendInput(pid, typeof data === "string" ? new TextEncoder().encode(data) : data),
+        sandbox.native.pty.sendInput(pid, typeof data === "string" ? new TextEncoder().encode(data) : data, {
+          signal: unarySignal(ctx.options),
+        }),
       ),
     resize: (cols, rows) =>
       sandboxCall(ctx, sandbox.id, `pty ${pid} resize`, undefined, () =>
-        sandbox.native.pty.resize(pid, size(cols, rows)),
+        sandbox.native.pty.resize(pid, size(cols, rows), { signal: unarySignal(ctx.options) }),
       ),
     kill: async () => {
       await killProcessTree(ctx, sandbox, pid, "SIGKILL").catch(async (error: unknown) => {

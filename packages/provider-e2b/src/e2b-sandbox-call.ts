@@ -1,7 +1,7 @@
 import { SandboxError } from "@sbox/core/spec";
 import { toE2BError } from "./e2b-errors.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
-import { connectionOptions, loadE2B } from "./e2b-sdk.js";
+import { connectionOptions, deadlineSignal, loadE2B } from "./e2b-sdk.js";
 
 /** What every call into a sandbox needs: the provider's resolved options. */
 export interface CommandContext {
@@ -15,12 +15,40 @@ type ProbedState = "gone" | "paused" | "running" | undefined;
 
 async function probeState(options: ResolvedE2BOptions, id: string): Promise<ProbedState> {
   try {
-    const { Sandbox } = await loadE2B();
-    const info = await Sandbox.getInfo(id, connectionOptions(options, AbortSignal.timeout(PROBE_TIMEOUT_MS)));
+    const { Sandbox } = await loadE2B(options);
+    // Half a request deadline at most: the call that failed already took one.
+    const budget = Math.min(PROBE_TIMEOUT_MS, Math.max(1_000, (options.requestTimeoutMs ?? 60_000) / 2));
+    const info = await Sandbox.getInfo(id, connectionOptions(options, deadlineSignal(budget)));
     return info.state === "paused" ? "paused" : "running";
   } catch (error) {
     return (error as { name?: unknown }).name === "SandboxNotFoundError" ? "gone" : undefined;
   }
+}
+
+/**
+ * Why a sandbox's daemon does not answer, as the control plane sees it: `NotFound` when E2B no longer
+ * knows the sandbox, `InvalidState` when it is paused, undefined when neither can be told.
+ */
+export async function unreachableSandboxError(
+  ctx: CommandContext,
+  sandboxId: string,
+  operation: string,
+  cause: unknown,
+): Promise<SandboxError | undefined> {
+  const state = await probeState(ctx.options, sandboxId);
+  if (state === "gone") {
+    return new SandboxError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, { cause });
+  }
+  if (state === "paused") {
+    return new SandboxError(
+      "InvalidState",
+      `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
+      {
+        cause,
+      },
+    );
+  }
+  return undefined;
 }
 
 /**
@@ -46,21 +74,8 @@ export async function sandboxCall<T>(
       mapped.code === "Timeout" ||
       (mapped.code === "Provider" && mapped.retryable) ||
       name === "SandboxNotFoundError";
-    if (suspicious) {
-      const state = await probeState(ctx.options, sandboxId);
-      if (state === "gone") {
-        throw new SandboxError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, {
-          cause: error,
-        });
-      }
-      if (state === "paused") {
-        throw new SandboxError(
-          "InvalidState",
-          `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
-          { cause: error },
-        );
-      }
-    }
-    throw mapped;
+    throw (
+      (suspicious ? await unreachableSandboxError(ctx, sandboxId, operation, error) : undefined) ?? mapped
+    );
   }
 }
