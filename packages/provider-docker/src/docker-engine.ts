@@ -1,6 +1,7 @@
 import { abortErrorOf, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { toDockerError } from "./docker-errors.js";
+import { DockerLiveness } from "./docker-liveness.js";
 import type { DockerProviderOptions, ResolvedDockerOptions } from "./docker-options.js";
 import { DockerPauseGate } from "./docker-pause-gate.js";
 
@@ -106,6 +107,8 @@ export class DockerEngine {
   readonly options: ResolvedDockerOptions;
   /** Keeps pauses and exec starts of one container apart (see {@link DockerPauseGate}). */
   readonly pauseGate: DockerPauseGate = new DockerPauseGate();
+  /** Notices containers paused (or an engine hung) under running commands (see {@link DockerLiveness}). */
+  readonly liveness: DockerLiveness = new DockerLiveness(this);
   private readonly input: DockerProviderOptions;
   private client: Promise<Dockerode> | undefined;
 

@@ -78,7 +78,11 @@ export function toDockerError(error: unknown, operation: string): SandboxError {
     if (status === 401 || status === 403)
       return dockerSandboxError("Unauthorized", message, { ...options, retryable: false });
     if (status === 304) return dockerSandboxError("InvalidState", message, { ...options, retryable: false });
-    if (/not a directory|cannot overwrite directory|extraction point is not a directory/i.test(text)) {
+    if (
+      /not a directory|cannot overwrite directory|extraction point is not a directory|file name too long/i.test(
+        text,
+      )
+    ) {
       return dockerSandboxError("Validation", message, { ...options, retryable: false });
     }
     if (/is paused|is not running|container .* not running/i.test(text)) {

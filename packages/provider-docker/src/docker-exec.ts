@@ -183,8 +183,24 @@ export async function runExec(
   container: Dockerode.Container,
   input: DockerExecInput,
 ): Promise<DriverExit> {
-  const { signal } = input;
-  if (signal.aborted) throw abortErrorOf(signal, "docker exec");
+  if (input.signal.aborted) throw abortErrorOf(input.signal, "docker exec");
+  // A command may run as long as it likes, but not in a container paused under it or on a hung engine.
+  const lost = new AbortController();
+  const stopWatching = engine.liveness.watch(container, (error) => lost.abort(error));
+  try {
+    return await runWatchedExec(engine, container, input, lost.signal);
+  } finally {
+    stopWatching();
+  }
+}
+
+async function runWatchedExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  input: DockerExecInput,
+  lost: AbortSignal,
+): Promise<DriverExit> {
+  const signal = AbortSignal.any([input.signal, lost]);
   const marker = newMarker();
   const attachStdin = input.stdin !== undefined;
   const createOptions: Dockerode.ExecCreateOptions = {
@@ -252,6 +268,12 @@ export async function runExec(
 
   const aborted = new Promise<never>((_resolve, reject) => {
     const onAbort = () => {
+      if (lost.aborted) {
+        // Nothing can be killed in a paused container or through a hung engine: report at once.
+        socket.destroy();
+        reject(lost.reason);
+        return;
+      }
       const kill =
         input.killOnAbort === false ? Promise.resolve() : killByMarker(engine, container, marker, "KILL");
       void kill.finally(() => {
