@@ -8,21 +8,17 @@ import { inspect } from "node:util";
 import { createSandboxClient, type Sandbox, SandboxError } from "@sbox/core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { docker } from "../src/index.js";
-import {
-  ENGINE,
-  ensureTestImage,
-  RUN_ID,
-  RUN_LABEL,
-  removeLeftovers,
-  SKIP_NOTE,
-  TEST_IMAGE,
-} from "./docker-test-env.js";
+import * as env from "./docker-test-env.js";
 
 /** A short deadline, so the test takes seconds; the default is 30 s. */
 const DEADLINE_MS = 2_000;
 
 const client = createSandboxClient({
-  provider: docker({ image: TEST_IMAGE, labels: { [RUN_LABEL]: RUN_ID }, requestTimeoutMs: DEADLINE_MS }),
+  provider: docker({
+    image: env.TEST_IMAGE,
+    labels: { [env.RUN_LABEL]: env.RUN_ID },
+    requestTimeoutMs: DEADLINE_MS,
+  }),
 });
 
 function dockerCli(...args: string[]): void {
@@ -39,12 +35,12 @@ async function rejection(promise: PromiseLike<unknown>): Promise<SandboxError> {
   return error as SandboxError;
 }
 
-describe.skipIf(!ENGINE.ok)(`docker waits and error paths${SKIP_NOTE}`, () => {
+describe.skipIf(!env.ENGINE.ok)(`docker waits and error paths${env.SKIP_NOTE}`, () => {
   let sandbox: Sandbox;
   let name: string;
 
   beforeAll(async () => {
-    ensureTestImage();
+    env.ensureTestImage();
     sandbox = await client.create();
     name = sandbox.id.slice("docker:".length);
   });
@@ -52,7 +48,7 @@ describe.skipIf(!ENGINE.ok)(`docker waits and error paths${SKIP_NOTE}`, () => {
   afterAll(async () => {
     spawnSync("docker", ["unpause", name], { stdio: "ignore", timeout: 30_000 });
     await sandbox?.destroy();
-    await removeLeftovers();
+    await env.removeLeftovers();
   });
 
   test("a command whose container is paused from outside rejects within the deadline, with InvalidState", async () => {

@@ -109,6 +109,40 @@ function expectNoCredential(error: unknown, credential: string, what: string): v
   }
 }
 
+/**
+ * Sets up a case against a misbehaving remote: a sandbox made while the remote is well, a second client
+ * that does not retry, then `fault` in force. Returns the calls to make and the remote.
+ */
+async function underFault(
+  ctx: ConformanceContext,
+  needsCredential: boolean,
+  fault: RemoteFault,
+): Promise<{
+  remote: RemoteUnderTest & { plantedCredential: string };
+  calls: [string, () => Promise<unknown>][];
+}> {
+  const remote = remoteOf(ctx, needsCredential);
+  const sandbox = await ctx.createSandbox();
+  const client = ctx.secondClient({ retry: { retries: 0 } });
+  const calls = remoteCalls(ctx, client, sandbox);
+  await inject(ctx, remote, fault);
+  return { remote, calls };
+}
+
+/** Each call's error (undefined when it resolved), one call after the other; none may stay pending. */
+async function settleEach(
+  calls: readonly [string, () => Promise<unknown>][],
+  limitMs: number,
+): Promise<[string, unknown][]> {
+  const outcomes: [string, unknown][] = [];
+  for (const [what, call] of calls) {
+    const error = await rejectionOf(call(), limitMs);
+    check(typeof error !== "symbol", `expected ${what} to settle within ${limitMs} ms, it is still pending`);
+    outcomes.push([what, error]);
+  }
+  return outcomes;
+}
+
 /** The secrets and deadline cases: a provider against a remote that misbehaves on purpose. */
 export function remoteFaultCases(): ConformanceCase[] {
   const echo: ConformanceCase = {
@@ -118,17 +152,8 @@ export function remoteFaultCases(): ConformanceCase[] {
     requires: [],
     timeoutMs: 180_000,
     async run(ctx) {
-      const remote = remoteOf(ctx, true);
-      const sandbox = await ctx.createSandbox();
-      const client = ctx.secondClient({ retry: { retries: 0 } });
-      const limit = 4 * remote.deadlineMs + 10_000;
-      await inject(ctx, remote, { kind: "echo-credential" });
-      for (const [what, call] of remoteCalls(ctx, client, sandbox)) {
-        const error = await rejectionOf(call(), limit);
-        check(
-          typeof error !== "symbol",
-          `expected ${what} to settle within ${limit} ms, it is still pending`,
-        );
+      const { remote, calls } = await underFault(ctx, true, { kind: "echo-credential" });
+      for (const [what, error] of await settleEach(calls, 4 * remote.deadlineMs + 10_000)) {
         check(
           error !== undefined,
           `expected ${what} to fail while the remote answers every request with an error`,
@@ -148,19 +173,11 @@ export function remoteFaultCases(): ConformanceCase[] {
     requires: [],
     timeoutMs: 180_000,
     async run(ctx) {
-      const remote = remoteOf(ctx, true);
-      const sandbox = await ctx.createSandbox();
-      const client = ctx.secondClient({ retry: { retries: 0 } });
       const foreign = await ctx.foreignOrigin();
       const before = foreign.requests().length;
-      const limit = 4 * remote.deadlineMs + 10_000;
-      await inject(ctx, remote, { kind: "redirect", location: foreign.url, status });
-      for (const [what, call] of remoteCalls(ctx, client, sandbox)) {
-        const error = await rejectionOf(call(), limit);
-        check(
-          typeof error !== "symbol",
-          `expected ${what} to settle within ${limit} ms, it is still pending`,
-        );
+      const fault: RemoteFault = { kind: "redirect", location: foreign.url, status };
+      const { remote, calls } = await underFault(ctx, true, fault);
+      for (const [what, error] of await settleEach(calls, 4 * remote.deadlineMs + 10_000)) {
         if (error !== undefined) expectNoCredential(error, remote.plantedCredential, what);
       }
       for (const request of foreign.requests().slice(before)) {
@@ -179,14 +196,12 @@ export function remoteFaultCases(): ConformanceCase[] {
     requires: [],
     timeoutMs: 180_000,
     async run(ctx) {
-      const remote = remoteOf(ctx, false);
-      const sandbox = await ctx.createSandbox();
-      const client = ctx.secondClient({ retry: { retries: 0 } });
+      const { remote, calls } = await underFault(ctx, false, { kind: "stall" });
       // One deadline for the call, one for a bounded follow-up (a liveness or state check) it may make.
       const bound = 2 * remote.deadlineMs + 2_000;
-      await inject(ctx, remote, { kind: "stall" });
+      // In parallel, so that each is timed from the moment the remote went silent.
       const outcomes = await Promise.all(
-        remoteCalls(ctx, client, sandbox).map(async ([what, call]) => {
+        calls.map(async ([what, call]) => {
           const started = Date.now();
           const error = await rejectionOf(call(), bound + 10_000);
           return { what, error, ms: Date.now() - started };

@@ -67,15 +67,16 @@ export function requireCapability(
 /**
  * The runtime's driver method for a gated feature, checked once: `NotSupportedError` (before any provider
  * call) when the capability is unsupported or the method is absent. `feature` names it in the error
- * (default: the capability).
+ * (default: the capability), `detail` says why.
  */
 export function gatedMethod<K extends keyof RuntimeDriver>(
   context: SandboxContext,
   capability: CapabilityName,
   method: K,
   feature: string = capability,
+  detail?: string,
 ): NonNullable<RuntimeDriver[K]> {
-  requireCapability(context, capability, feature);
+  requireCapability(context, capability, feature, detail);
   const fn = context.runtime.driver[method];
   if (fn === undefined) throw new NotSupportedError(feature, context.runtime.name);
   return fn as NonNullable<RuntimeDriver[K]>;

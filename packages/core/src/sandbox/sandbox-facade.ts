@@ -7,14 +7,7 @@ import { createCommandsApi } from "./commands-api.js";
 import { createFilesApi } from "./files-api.js";
 import { createGatedApis } from "./gated-apis.js";
 import type { ProviderRuntime } from "./provider-runtime.js";
-import {
-  callOptions,
-  gatedMethod,
-  guard,
-  invalidInput,
-  requireCapability,
-  type SandboxContext,
-} from "./sandbox-context.js";
+import { callOptions, gatedMethod, guard, invalidInput, type SandboxContext } from "./sandbox-context.js";
 import type { Sandbox, SandboxInfo } from "./sandbox-types.js";
 
 /** What the client hands a new facade. */
@@ -84,15 +77,10 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
       guard(context, "pause", async () => gatedMethod(context, "pause", "doPause")(handle, callOptions())),
     resume: () =>
       guard(context, "resume", async () => {
-        if (map.stop === "unsupported") {
-          requireCapability(context, "pause", "resume", "the provider supports neither stop nor pause");
-        }
-        await gatedMethod(
-          context,
-          map.stop === "unsupported" ? "pause" : "stop",
-          "doResume",
-          "resume",
-        )(handle, callOptions());
+        // doResume serves both stop and pause: without either there is nothing to resume.
+        const capability = map.stop === "unsupported" ? "pause" : "stop";
+        const detail = "the provider supports neither stop nor pause";
+        await gatedMethod(context, capability, "doResume", "resume", detail)(handle, callOptions());
       }),
     destroy: () =>
       guard(context, "destroy", async () => {

@@ -3,6 +3,8 @@
  * gets SandboxErrors out, mapped by its own mapError or the core's default, named and without secrets.
  */
 import { describe, expect, test } from "vitest";
+import { rejectionOf as rejection } from "../../test/rejection-of.js";
+import { shDriverCapabilities, shDriverFlags } from "../../test/sh-driver.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { defineProvider } from "./define-provider.js";
 import type { DriverSandbox, SandboxProvider } from "./provider-spec.js";
@@ -10,31 +12,12 @@ import type { DriverSandbox, SandboxProvider } from "./provider-spec.js";
 const SECRET = "sk_live_0123456789abcdef";
 
 const capabilities = {
+  ...shDriverCapabilities,
   list: "native",
-  stop: "unsupported",
-  pause: "unsupported",
-  setTimeout: "unsupported",
-  streaming: "emulated",
   background: "native",
   killProcess: "unsupported",
   stdin: "unsupported",
-  pty: "unsupported",
-  filesWatch: "emulated",
   filesUpload: "native",
-  codeInterpreter: "unsupported",
-  statefulKernel: "unsupported",
-  exposePort: "unsupported",
-  privatePreview: "unsupported",
-  egressControl: "unsupported",
-  ssh: "unsupported",
-  proxiedFetch: "unsupported",
-  snapshot: "unsupported",
-  fork: "unsupported",
-  volumes: "unsupported",
-  gpu: "unsupported",
-  region: "unsupported",
-  secretsVault: "unsupported",
-  metrics: "emulated",
 } as const;
 
 const sandbox: DriverSandbox = { id: "s1", native: undefined };
@@ -47,15 +30,7 @@ function failing(overrides: Partial<SandboxProvider> = {}): SandboxProvider {
     specificationVersion: "v1",
     name: "fake",
     capabilities,
-    flags: {
-      perCommandEnvCwd: true,
-      exitCodeNative: true,
-      preservesDiskOnStop: false,
-      preservesMemoryOnPause: false,
-      previewModel: "none",
-      nativeExpiry: false,
-      snapshotFilesystemOnly: true,
-    },
+    flags: shDriverFlags,
     honours: [],
     secrets: () => [SECRET],
     async doCreate() {
@@ -103,15 +78,6 @@ function failing(overrides: Partial<SandboxProvider> = {}): SandboxProvider {
     async doWriteFileStream() {},
     ...overrides,
   } as SandboxProvider);
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SandboxError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(SandboxError.isInstance(error), `expected a SandboxError, got ${String(error)}`).toBe(true);
-  return error as SandboxError;
 }
 
 describe("defineProvider maps every driver method's errors", () => {
@@ -207,13 +173,8 @@ describe("defineProvider maps every driver method's errors", () => {
     class ClassProvider {
       readonly specificationVersion = "v1" as const;
       readonly name = "classy";
-      readonly capabilities = {
-        ...capabilities,
-        list: "unsupported",
-        background: "unsupported",
-        filesUpload: "unsupported",
-      } as const;
-      readonly flags = failing().flags;
+      readonly capabilities = shDriverCapabilities;
+      readonly flags = shDriverFlags;
       readonly honours = [] as const;
       private readonly label = "own state";
       async doCreate() {

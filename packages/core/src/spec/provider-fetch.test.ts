@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { rejectionOf as rejection } from "../../test/rejection-of.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import { createProviderFetch } from "./provider-fetch.js";
 
@@ -88,15 +89,6 @@ const credentials = {
   "X-Custom": `id ${TOKEN}`,
   Accept: "application/json",
 };
-
-async function rejection(promise: Promise<unknown>): Promise<SandboxError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(SandboxError.isInstance(error), `expected a SandboxError, got ${String(error)}`).toBe(true);
-  return error as SandboxError;
-}
 
 describe("createProviderFetch", () => {
   test("a same-origin redirect keeps the credentials", async () => {
