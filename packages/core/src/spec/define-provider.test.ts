@@ -169,6 +169,19 @@ describe("defineProvider maps every driver method's errors", () => {
     await process.kill();
   });
 
+  test("a remote's Timeout is retryable only where a retry cannot do the work twice", async () => {
+    const timeout = async () => {
+      throw new SandboxError("Timeout", "the remote did not answer");
+    };
+    const provider = failing({ doCreate: timeout, doGetInfo: timeout } as Partial<SandboxProvider>);
+    expect((await rejection(provider.doCreate({}, call()))).retryable).toBe(false);
+    expect((await rejection(provider.doGetInfo(sandbox, call()))).retryable).toBe(true);
+    // The caller's own deadline stays what it was.
+    const controller = new AbortController();
+    controller.abort(new SandboxError("Timeout", "the command timed out"));
+    expect((await rejection(provider.doCreate({}, { signal: controller.signal }))).retryable).toBe(true);
+  });
+
   test("the declaration survives a spread into a new provider, and methods keep their `this`", async () => {
     class ClassProvider {
       readonly specificationVersion = "v1" as const;

@@ -71,6 +71,21 @@ const HANDLE_METHODS: Partial<Record<DriverMethodName, readonly string[]>> = {
   doWatch: ["close"],
 };
 
+/**
+ * Methods whose effect a remote may have carried out before it stopped answering: a `Timeout` of the remote
+ * (not of the caller's own deadline) is not retryable there, since a retry could create or run twice.
+ */
+const NOT_REPEATABLE: ReadonlySet<DriverMethodName> = new Set([
+  "doCreate",
+  "doExec",
+  "doExecStream",
+  "doSpawn",
+  "doCreatePty",
+  "doFork",
+  "doRunCode",
+  "doCreateSnapshot",
+]);
+
 const MAPPED = Symbol.for("sbox.driver-errors-mapped");
 
 type AnyFunction = (...args: unknown[]) => unknown;
@@ -102,7 +117,9 @@ function operationOf(method: DriverMethodName, args: readonly unknown[]): string
  * Wraps every driver method of `provider` so that whatever it throws leaves as a `SandboxError`: an abort
  * of the call's signal wins (the signal's reason, else `Aborted`), then the provider's `mapError`, then the
  * core's default mapping; the provider's name is filled in and its secrets are scrubbed. Streams, async
- * iterables and the handles that methods return (processes, terminals, watchers) are covered too.
+ * iterables and the handles that methods return (processes, terminals, watchers) are covered too. A
+ * remote's `Timeout` of a method that may have taken effect (create, exec, spawn, fork...) is made
+ * non-retryable.
  * Methods are called on `provider` itself, so class-based providers keep their `this`.
  */
 export function withDriverErrorMapping<P extends SandboxProviderV1>(provider: P): P {
@@ -134,6 +151,9 @@ export function withDriverErrorMapping<P extends SandboxProviderV1>(provider: P)
         provider.mapError?.(error, { method, operation, sandboxId: sandboxIdOf(method, args) }) ??
         toSandboxError(error, { provider: provider.name, operation });
     if (mapped.provider === undefined) (mapped as { provider: string | undefined }).provider = provider.name;
+    if (mapped.code === "Timeout" && mapped.retryable && !signal?.aborted && NOT_REPEATABLE.has(method)) {
+      (mapped as { retryable: boolean }).retryable = false;
+    }
     return redactError(mapped, provider.secrets?.() ?? []);
   };
 
