@@ -1,6 +1,7 @@
 import type { SandboxClientOptions } from "@sbox/core";
 import type { SandboxProvider } from "@sbox/core/spec";
 import type { ConformanceCase, ConformanceFixtures } from "./conformance-case.js";
+import type { RemoteUnderTest } from "./fault-injection.js";
 
 /** Options of a conformance run, shared by the plain runner and the vitest binding. */
 export interface ConformanceOptions {
@@ -43,4 +44,10 @@ export interface ConformanceOptions {
   label?: string | undefined;
   /** Further cases of your own, run after the kit's. */
   extraCases?: readonly ConformanceCase[] | undefined;
+  /**
+   * The remote a cloud provider talks to (a test server or emulator) with its fault-injection hook, the
+   * deadline the factory configures and the fake credential it plants: enables the `secrets.*` and
+   * `deadline.*` cases, which are skipped without it.
+   */
+  remote?: RemoteUnderTest | undefined;
 }

@@ -22,10 +22,7 @@ export {
   LOSSY_EMULATIONS,
   NEVER_EMULATED,
 } from "./capabilities/capability-emulation.js";
-export type {
-  EffectiveCapabilities as ResolvedCapabilities,
-  ResolveOptions,
-} from "./capabilities/resolve-capabilities.js";
+export type { ResolvedCapabilities, ResolveOptions } from "./capabilities/resolve-capabilities.js";
 export { resolveCapabilities } from "./capabilities/resolve-capabilities.js";
 export type * from "./client/client-types.js";
 export type { ClientFor, MergedCapabilities } from "./client/create-sandbox-client.js";

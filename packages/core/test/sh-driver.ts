@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   argvScript,
+  type CapabilityFlags,
   type DriverExecRequest,
   type DriverExecResult,
   type DriverSandbox,
@@ -153,6 +154,17 @@ export const shDriverCapabilities = {
   metrics: "emulated",
 } as const;
 
+/** The flags of the sh driver with native exit codes and cwd/env (options turn these two off). */
+export const shDriverFlags: CapabilityFlags = {
+  perCommandEnvCwd: true,
+  exitCodeNative: true,
+  preservesDiskOnStop: false,
+  preservesMemoryOnPause: false,
+  previewModel: "none",
+  nativeExpiry: false,
+  snapshotFilesystemOnly: true,
+};
+
 /** Builds the test-only sh provider. Every sandbox is a fresh temporary directory on this machine. */
 export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDriverCapabilities, ShNative> & {
   /** Removes every sandbox directory this provider created. */
@@ -216,15 +228,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       list: lifecycle ? "native" : "unsupported",
       stop: lifecycle ? "native" : "unsupported",
     } as typeof shDriverCapabilities,
-    flags: {
-      perCommandEnvCwd: envCwd,
-      exitCodeNative: exitCodes,
-      preservesDiskOnStop: false,
-      preservesMemoryOnPause: false,
-      previewModel: "none",
-      nativeExpiry: false,
-      snapshotFilesystemOnly: true,
-    },
+    flags: { ...shDriverFlags, perCommandEnvCwd: envCwd, exitCodeNative: exitCodes },
     honours: ["metadata"],
     async doCreate(spec) {
       const id = randomUUID();

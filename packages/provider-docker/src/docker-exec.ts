@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import type { DriverExit } from "@sbox/core/spec";
+import { abortErrorOf, type DriverExit, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { DockerDemuxer } from "./docker-demux.js";
-import { abortedError, bounded, type DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import { bounded, type DockerEngine } from "./docker-engine.js";
+import { toDockerError } from "./docker-errors.js";
 import { EXEC_MARKER_VARIABLE, killMarkerCommand } from "./docker-kill.js";
 import { type OciStartFailure, ociStartFailure } from "./docker-oci-failure.js";
 
@@ -57,7 +57,7 @@ export async function exitOf(
     );
     if (!info.Running) {
       if (typeof info.ExitCode !== "number") {
-        throw dockerSandboxError("Provider", "docker exec: the engine reported no exit code", {
+        throw new SandboxError("Provider", "docker exec: the engine reported no exit code", {
           retryable: true,
         });
       }
@@ -184,8 +184,24 @@ export async function runExec(
   container: Dockerode.Container,
   input: DockerExecInput,
 ): Promise<DriverExit> {
-  const { signal } = input;
-  if (signal.aborted) throw abortedError("exec", signal);
+  if (input.signal.aborted) throw abortErrorOf(input.signal, "docker exec");
+  // A command may run as long as it likes, but not in a container paused under it or on a hung engine.
+  const lost = new AbortController();
+  const stopWatching = engine.liveness.watch(container, (error) => lost.abort(error));
+  try {
+    return await runWatchedExec(engine, container, input, lost.signal);
+  } finally {
+    stopWatching();
+  }
+}
+
+async function runWatchedExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  input: DockerExecInput,
+  lost: AbortSignal,
+): Promise<DriverExit> {
+  const signal = AbortSignal.any([input.signal, lost]);
   const marker = newMarker();
   const attachStdin = input.stdin !== undefined;
   const createOptions: Dockerode.ExecCreateOptions = {
@@ -256,11 +272,17 @@ export async function runExec(
 
   const aborted = new Promise<never>((_resolve, reject) => {
     const onAbort = () => {
+      if (lost.aborted) {
+        // Nothing can be killed in a paused container or through a hung engine: report at once.
+        socket.destroy();
+        reject(lost.reason);
+        return;
+      }
       const kill =
         input.killOnAbort === false ? Promise.resolve() : killByMarker(engine, container, marker, "KILL");
       void kill.finally(() => {
         socket.destroy();
-        reject(abortedError("exec", signal));
+        reject(abortErrorOf(signal, "docker exec"));
       });
     };
     if (signal.aborted) onAbort();

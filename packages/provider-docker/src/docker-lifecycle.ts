@@ -10,7 +10,6 @@ import {
 import type Dockerode from "dockerode";
 import { containerCreateOptions, validateDockerSpec } from "./docker-container-config.js";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import {
   EXPIRY_FILE,
   isOurs,
@@ -89,7 +88,7 @@ async function createContainer(
     try {
       await pullImage(engine, image, signal);
     } catch (pullError) {
-      throw dockerSandboxError(
+      throw new SandboxError(
         isCode(pullError, "Timeout") || isCode(pullError, "Aborted")
           ? (pullError as { code: "Timeout" }).code
           : "NotFound",
@@ -149,9 +148,7 @@ export async function inspectOurs(
     container.inspect({ abortSignal: bound }),
   );
   if (!isOurs(info.Config.Labels, engine.options.labels)) {
-    throw dockerSandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`);
   }
   return info;
 }
@@ -163,9 +160,7 @@ export async function connectSandbox(
   signal: AbortSignal,
 ): Promise<{ id: string; container: Dockerode.Container }> {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) {
-    throw dockerSandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`);
   }
   const docker = await engine.docker();
   const info = await inspectOurs(engine, docker.getContainer(id), signal);
@@ -376,12 +371,9 @@ export async function pauseSandbox(
   const info = await inspectOurs(engine, container, signal);
   if (info.State.Status === "paused") return;
   if (info.State.Status !== "running") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `docker pause: the sandbox is ${stateOf(info.State.Status)}, not running`,
-      {
-        retryable: false,
-      },
     );
   }
   await engine.pauseGate.pause(container.id, engine.options.requestTimeoutMs, () =>
@@ -414,7 +406,7 @@ export async function resumeSandbox(
   }
   const info = await inspectOurs(engine, container, signal);
   if (info.State.Status !== "running") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `docker resume: the sandbox is still ${stateOf(info.State.Status)}`,
       {

@@ -1,6 +1,13 @@
-import { optionRules, type ProviderOptionRules, validateProviderOptions } from "@sbox/core/spec";
+import {
+  loadSetting,
+  optionRules,
+  type ProviderOptionRules,
+  readEnv,
+  settingParsers,
+  validateProviderOptions,
+} from "@sbox/core/spec";
 import type Dockerode from "dockerode";
-import { PROVIDER_NAME } from "./docker-labels.js";
+import { DOCKER_PROVIDER_NAME } from "./docker-labels.js";
 
 /** Options of {@link docker}. Every field is optional; without any, the engine of `DOCKER_HOST` or the local socket is used. */
 export interface DockerProviderOptions {
@@ -75,19 +82,25 @@ export function resolveDockerOptions(
   options: DockerProviderOptions,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ResolvedDockerOptions {
-  validateProviderOptions(PROVIDER_NAME, options, DOCKER_OPTION_RULES);
+  validateProviderOptions(DOCKER_PROVIDER_NAME, options, DOCKER_OPTION_RULES);
+  const number = (option: string, value: number | undefined, fallback: number, integer = false): number =>
+    loadSetting(
+      DOCKER_PROVIDER_NAME,
+      { option, value, parse: integer ? settingParsers.nonNegativeInteger : settingParsers.positiveNumber },
+      fallback,
+    );
   const envImage = env[DEFAULT_IMAGE_ENV]?.trim();
   return {
     image: options.image ?? (envImage || DEFAULT_IMAGE),
     network: options.network ?? "bridge",
     labels: { ...(options.labels ?? {}) },
-    requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
-    pullTimeoutMs: options.pullTimeoutMs ?? 300_000,
-    pidsLimit: options.pidsLimit ?? 4096,
+    requestTimeoutMs: number("requestTimeoutMs", options.requestTimeoutMs, 30_000),
+    pullTimeoutMs: number("pullTimeoutMs", options.pullTimeoutMs, 300_000),
+    pidsLimit: number("pidsLimit", options.pidsLimit, 4096, true),
     publishAddress: options.publishAddress ?? "127.0.0.1",
     publicHost:
       options.publicHost ??
-      engineHostName(options.host ?? (options.docker ? undefined : process.env.DOCKER_HOST)),
+      engineHostName(options.host ?? (options.docker ? undefined : readEnv("DOCKER_HOST"))),
   };
 }
 

@@ -1,4 +1,4 @@
-import { e2bError } from "./e2b-errors.js";
+import { SandboxError } from "@sbox/core/spec";
 
 /**
  * A POSIX `sh` script that signals process "$2" and all its descendants with signal "$1" (a name without
@@ -35,7 +35,7 @@ export const KILL_TREE_SCRIPT: string = [
 export function signalForKill(signal: string): string {
   const name = signal.toUpperCase().replace(/^SIG/, "");
   if (!/^[A-Z][A-Z0-9]*$/.test(name)) {
-    throw e2bError("Validation", `invalid signal ${JSON.stringify(signal)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid signal ${JSON.stringify(signal)}`);
   }
   return name;
 }

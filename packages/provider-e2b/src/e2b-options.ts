@@ -1,9 +1,12 @@
 import {
+  loadSetting,
   optionRules,
   type ProviderOptionRules,
-  SandboxError,
+  type SettingSource,
+  settingParsers,
   validateProviderOptions,
 } from "@sbox/core/spec";
+import { E2B_PROVIDER_NAME } from "./e2b-capabilities.js";
 
 /** Options of {@link e2b}. Every field is optional; without any, `E2B_API_KEY` and E2B's defaults are used. */
 export interface E2BProviderOptions {
@@ -83,27 +86,29 @@ const E2B_OPTION_RULES: ProviderOptionRules = {
 
 /**
  * Checks the options (unknown keys and bad values are `Validation` errors, naming the key, never a
- * credential) and fills in defaults; the API key falls back to `E2B_API_KEY` at the time the provider is made.
+ * credential) and fills in defaults: each option, else its environment variable, else E2B's default.
  */
 export function resolveE2BOptions(options: E2BProviderOptions): ResolvedE2BOptions {
-  validateProviderOptions("e2b", options, E2B_OPTION_RULES);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new SandboxError(
-      "Validation",
-      `e2b({ timeoutMs }) must be a positive number, got ${String(options.timeoutMs)}`,
-      {
-        provider: "e2b",
-        retryable: false,
-      },
-    );
-  }
+  validateProviderOptions(E2B_PROVIDER_NAME, options, E2B_OPTION_RULES);
+  const setting = <T>(source: SettingSource<T>): T | undefined => loadSetting(E2B_PROVIDER_NAME, source);
+  const { positiveNumber, string } = settingParsers;
   return {
-    apiKey: options.apiKey ?? (process.env[API_KEY_ENV] || undefined),
+    apiKey: setting({
+      option: "apiKey",
+      value: options.apiKey,
+      env: API_KEY_ENV,
+      parse: string,
+      secret: true,
+    }),
     domain: options.domain,
     template: options.template ?? DEFAULT_TEMPLATE,
-    timeoutMs,
-    requestTimeoutMs: options.requestTimeoutMs,
+    timeoutMs:
+      setting({ option: "timeoutMs", value: options.timeoutMs, parse: positiveNumber }) ?? DEFAULT_TIMEOUT_MS,
+    requestTimeoutMs: setting({
+      option: "requestTimeoutMs",
+      value: options.requestTimeoutMs,
+      parse: positiveNumber,
+    }),
     user: options.user,
     pauseKeepsMemory: options.pauseKeepsMemory ?? true,
     apiUrl: options.apiUrl,

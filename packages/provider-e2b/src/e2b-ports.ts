@@ -1,5 +1,4 @@
-import type { PortInfo } from "@sbox/core/spec";
-import { e2bError } from "./e2b-errors.js";
+import { type PortInfo, SandboxError } from "@sbox/core/spec";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 
 /**
@@ -9,14 +8,13 @@ import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
  */
 export function exposePort(sandbox: E2BDriverSandbox, port: number, isPrivate: boolean): PortInfo {
   if (!(Number.isInteger(port) && port >= 1 && port <= 65_535)) {
-    throw e2bError("Validation", `port must be an integer from 1 to 65535, got ${String(port)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `port must be an integer from 1 to 65535, got ${String(port)}`);
   }
   if (isPrivate) {
-    throw e2bError("Validation", "e2b: private ports are a sandbox-wide setting at create, not per port", {
-      retryable: false,
-    });
+    throw new SandboxError(
+      "Validation",
+      "e2b: private ports are a sandbox-wide setting at create, not per port",
+    );
   }
   const info: PortInfo = { port, url: `https://${sandbox.native.getHost(port)}` };
   if (sandbox.native.trafficAccessToken) info.token = sandbox.native.trafficAccessToken;

@@ -12,6 +12,8 @@ import { TEST_API_KEY, TEST_DOMAIN } from "./e2b-test-env.js";
 const server: E2BTestServer = await startE2BTestServer({ apiKey: TEST_API_KEY });
 afterAll(() => server.close());
 
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 8_000;
 const providerWithOptions = (extra: Record<string, unknown> = {}) =>
   e2b({
     apiKey: TEST_API_KEY,
@@ -19,9 +21,12 @@ const providerWithOptions = (extra: Record<string, unknown> = {}) =>
     sandboxUrl: server.sandboxUrl,
     domain: TEST_DOMAIN,
     timeoutMs: 30 * 60_000,
+    requestTimeoutMs: DEADLINE_MS,
     ...extra,
   });
 const provider = () => providerWithOptions();
+// The test server's API key is a fake credential: the secrets cases check it never leaks.
+const remote = { faults: server.faultInjection, deadlineMs: DEADLINE_MS, plantedCredential: TEST_API_KEY };
 
 /** Cases the local test server cannot faithfully stand for; each is verified live only. */
 export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {
@@ -35,12 +40,14 @@ export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {
 runConformance({
   provider,
   providerWithOptions,
+  remote,
   exclude: TEST_SERVER_EXCLUDES,
   label: "e2b (local test server)",
 });
 runConformance({
   provider,
   providerWithOptions,
+  remote,
   exclude: TEST_SERVER_EXCLUDES,
   primitivesOnly: true,
   label: "e2b (local test server)",

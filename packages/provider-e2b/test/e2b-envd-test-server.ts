@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createHttpFaults, type FaultInjection } from "@sbox/conformance";
 import { ConnectFailure, serveServerStream, serveUnary } from "./e2b-test-connect-protocol.js";
 import { type ControlPlaneState, serveControlPlane } from "./e2b-test-control-plane.js";
 import { serveFiles } from "./e2b-test-files-endpoint.js";
@@ -36,6 +37,8 @@ export interface E2BTestServer {
   readonly routes: ReadonlySet<string>;
   /** Makes the next call of `route` fail with `status` (E2B's error body). */
   failNext(route: string, status: number, message?: string): void;
+  /** The conformance kit's fault-injection hook, on both the control plane and envd. */
+  readonly faultInjection: FaultInjection;
   /** Kills every sandbox and stops listening. */
   close(): Promise<void>;
 }
@@ -99,7 +102,9 @@ export async function startE2BTestServer(options: E2BTestServerOptions): Promise
     takeFailure: (route) => failures.get(route)?.shift(),
   };
 
+  const injected = createHttpFaults();
   const control = createServer((req, res) => {
+    if (injected.intercept(req, res)) return;
     const url = new URL(req.url ?? "/", "http://control");
     serveControlPlane(state, req, res, url).catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(500, { "Content-Type": "application/json" });
@@ -108,6 +113,7 @@ export async function startE2BTestServer(options: E2BTestServerOptions): Promise
   });
 
   const envd = createServer((req, res) => {
+    if (injected.intercept(req, res)) return;
     const url = new URL(req.url ?? "/", "http://envd");
     const id = req.headers["e2b-sandbox-id"];
     const sandbox = typeof id === "string" ? sandboxes.get(id) : undefined;
@@ -155,6 +161,7 @@ export async function startE2BTestServer(options: E2BTestServerOptions): Promise
     sandboxUrl,
     sandboxes,
     routes,
+    faultInjection: injected.faults,
     failNext(route, status, message = `injected failure ${status}`) {
       const queue = failures.get(route) ?? [];
       queue.push({ status, message });

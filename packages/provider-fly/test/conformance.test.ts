@@ -10,18 +10,25 @@ import { startFlyMachinesTestServer } from "./fly-machines-test-server.js";
 import { testProvider } from "./fly-test-env.js";
 
 const server = await startFlyMachinesTestServer();
-const provider = () => testProvider(server);
-const providerWithOptions = (extra: Record<string, unknown>) => testProvider(server, extra);
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 5_000;
+const provider = () => testProvider(server, { requestTimeoutMs: DEADLINE_MS });
+const providerWithOptions = (extra: Record<string, unknown>) =>
+  testProvider(server, { requestTimeoutMs: DEADLINE_MS, ...extra });
+// The test server's token is a fake credential: the secrets cases check it never leaks.
+const remote = { faults: server.faultInjection, deadlineMs: DEADLINE_MS, plantedCredential: server.token };
 
 runConformance({
   provider,
   providerWithOptions,
+  remote,
   fixtures: { region: "fra" },
   label: "fly (local test server)",
 });
 runConformance({
   provider,
   providerWithOptions,
+  remote,
   fixtures: { region: "fra" },
   primitivesOnly: true,
   label: "fly (local test server)",

@@ -41,6 +41,7 @@ import {
 import type { AddressInfo } from "node:net";
 import { constants as osConstants, tmpdir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
+import { createHttpFaults, type FaultInjection } from "@sbox/conformance";
 
 /** The routes of the Machines API this server implements. */
 export type FlyTestRoute =
@@ -118,6 +119,8 @@ export interface FlyMachinesTestServer {
   machineDir(id: string): string | undefined;
   /** Host pids of the machine's processes. */
   machinePids(id: string): number[];
+  /** The conformance kit's fault-injection hook (stall, echo the credential, redirect to another origin). */
+  readonly faultInjection: FaultInjection;
   /** Destroys every machine, stops listening and removes every directory. */
   close(): Promise<void>;
 }
@@ -750,7 +753,9 @@ export async function startFlyMachinesTestServer(
     return { routed, ...(after ? faultReply(after) : reply) };
   };
 
+  const injected = createHttpFaults();
   const api: Server = createServer((req, res) => {
+    if (injected.intercept(req, res)) return;
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const record = (routed: ReturnType<typeof route>, status: number): void => {
       requests.push({
@@ -858,6 +863,7 @@ export async function startFlyMachinesTestServer(
     machineIds: () => [...machines.keys()],
     machineDir: (id) => machines.get(id)?.fs,
     machinePids: (id) => pidsOfMachine(id),
+    faultInjection: injected.faults,
     async close() {
       if (closed) return;
       closed = true;
