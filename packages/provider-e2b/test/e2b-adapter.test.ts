@@ -250,13 +250,17 @@ describe("commands", () => {
       // Unique durations, so processes of other tests on this machine are not counted.
       const seconds = 3000 + Math.floor(Math.random() * 5000);
       const sleeper = await sandbox.commands.spawn(`sleep ${seconds} & sleep ${seconds + 1} & wait`);
+      const count = `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`;
+      // Kill only once both children exist: a tree walked before the shell forked cannot include them.
+      for (let tries = 0; (await sandbox.commands.run(count)).stdout.trim() !== "2"; tries++) {
+        if (tries > 100) throw new Error("the sleeps never started");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       // Without a signal: SIGTERM first (the shell ends on it), SIGKILL only after the grace period.
       await sandbox.commands.kill(sleeper.pid);
       const exit = await sleeper.wait();
       expect(exit.signal).toBe("SIGTERM");
-      const rest = await sandbox.commands.run(
-        `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`,
-      );
+      const rest = await sandbox.commands.run(count);
       expect(rest.stdout.trim()).toBe("0");
       expect(await codeOf(sandbox.commands.kill(999_999))).toBe("NotFound");
       expect(await codeOf(sandbox.commands.connect(999_999))).toBe("NotFound");
