@@ -231,6 +231,25 @@ describe("commands", () => {
     });
   });
 
+  test("kill reaches children forked while the tree is walked", async () => {
+    await withSandbox(async (sandbox) => {
+      // A unique duration, so processes of other tests on this machine are not counted.
+      const seconds = 10_000 + Math.floor(Math.random() * 5000);
+      const count = `ps -eo args | grep -c -e '^sleep ${seconds}$' || true`;
+      // Bounded: at most 400 children, each a sleep that the kill must reach.
+      const forker = await sandbox.commands.spawn(
+        `i=0; while [ $i -lt 400 ]; do sleep ${seconds} & i=$((i+1)); done; wait`,
+      );
+      for (let tries = 0; Number((await sandbox.commands.run(count)).stdout.trim()) < 5; tries++) {
+        if (tries > 100) throw new Error("the forker never started its children");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await sandbox.commands.kill(forker.pid, "SIGKILL");
+      await forker.wait();
+      expect((await sandbox.commands.run(count)).stdout.trim()).toBe("0");
+    });
+  });
+
   test("spawn, list, connect from a second client, stdin and kill", async () => {
     await withSandbox(async (sandbox) => {
       const proc = await sandbox.commands.spawn("cat; echo done; exit 4");
