@@ -2,17 +2,48 @@ import { randomBytes } from "node:crypto";
 import { chmod, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { markAllKilled } from "./local-background.js";
+import { canFreeze, freezeSandbox, killSandboxGroup, removeSandboxCgroup } from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
 import { localError } from "./local-errors.js";
-import { findTaggedProcesses, SANDBOX_TAG_VARIABLE, sendSignal, signalTree } from "./local-procfs.js";
+import { liveHolder, stopHolder } from "./local-holder.js";
+import { recordedCgroup } from "./local-launch.js";
+import {
+  type ProcessFinder,
+  type ProcStat,
+  pidNamespaceMembers,
+  SANDBOX_TAG_VARIABLE,
+  sendSignal,
+  signalTree,
+  taggedProcesses,
+} from "./local-procfs.js";
 import { type LocalSandboxPaths, type LocalSandboxRecord, updateRecord } from "./local-state.js";
 
-const sandboxTag = (id: string) => ({ name: SANDBOX_TAG_VARIABLE, value: id });
+/** Host processes carrying the sandbox's tag: its launchers, and without isolation its commands. */
+const taggedOnHost = (target: CommandTarget): ProcessFinder =>
+  taggedProcesses({ name: SANDBOX_TAG_VARIABLE, value: target.id });
 
-/** Kills every process of the sandbox (foreground, background, pty, and whatever they started). */
+/**
+ * Every process of a running sandbox: the kernel's list of its cgroup when it has one, else the members of
+ * its PID namespace, else (without isolation) the host processes carrying its tag.
+ */
+export async function sandboxProcesses(target: CommandTarget): Promise<ProcStat[]> {
+  const holder = await liveHolder(target);
+  if (holder) return pidNamespaceMembers(holder.pidNamespace);
+  return taggedOnHost(target)();
+}
+
+/**
+ * Kills every process of the sandbox (foreground, background, pty, and whatever they started) and resolves
+ * only once none is left: the cgroup is killed as a whole, the PID namespace's init is killed (the kernel then
+ * ends everything in the namespace), and the host-side launchers are killed by their tag. Any process that
+ * survives, or any lookup that fails, rejects instead.
+ */
 export async function killAllProcesses(target: CommandTarget): Promise<void> {
   await markAllKilled(target, "SIGKILL");
-  const left = await signalTree(sandboxTag(target.id), "SIGKILL");
+  const cgroup = recordedCgroup(target);
+  if (cgroup) await killSandboxGroup(cgroup);
+  await stopHolder(target);
+  const left = await signalTree(taggedOnHost(target), "SIGKILL");
   if (left > 0) {
     throw localError("Provider", `${left} processes of local sandbox ${target.id} survived SIGKILL`);
   }
@@ -24,24 +55,37 @@ export async function stopSandbox(target: CommandTarget): Promise<LocalSandboxRe
   return updateRecord(target.paths, target.id, (record) => ({ ...record, state: "stopped" }));
 }
 
+/** Signals every process of the sandbox with SIGSTOP or SIGCONT; two passes catch one forked meanwhile. */
+async function signalAll(target: CommandTarget, signal: "SIGSTOP" | "SIGCONT"): Promise<void> {
+  const holder = await liveHolder(target);
+  const find: ProcessFinder = holder ? () => pidNamespaceMembers(holder.pidNamespace) : taggedOnHost(target);
+  for (let pass = 0; pass < 2; pass++) {
+    for (const proc of await find()) sendSignal(proc.pid, signal);
+  }
+}
+
 /**
- * Freezes every process of the sandbox with SIGSTOP. Two passes catch a process forked while the first one
- * ran; a process forked by a stopped one cannot exist.
+ * Freezes every process of the sandbox: with a cgroup, the kernel's freezer (atomic, invisible to the
+ * processes); otherwise SIGSTOP to every member of its PID namespace, twice, so that a process forked while the
+ * first pass ran is stopped too (a stopped process cannot fork).
  */
 export async function pauseSandbox(target: CommandTarget): Promise<LocalSandboxRecord> {
   if (target.record.state === "stopped") {
     throw localError("InvalidState", `local sandbox ${target.id} is stopped; resume it before pausing`);
   }
   const record = await updateRecord(target.paths, target.id, (r) => ({ ...r, state: "paused" }));
-  for (let pass = 0; pass < 2; pass++) await signalTree(sandboxTag(target.id), "SIGSTOP");
+  const cgroup = recordedCgroup(target);
+  if (cgroup && canFreeze(cgroup)) await freezeSandbox(cgroup, true);
+  else await signalAll(target, "SIGSTOP");
   return record;
 }
 
 /** Brings a stopped or paused sandbox back; a paused one continues where it was. */
 export async function resumeSandbox(target: CommandTarget): Promise<LocalSandboxRecord> {
   if (target.record.state === "paused") {
-    const processes = await findTaggedProcesses(SANDBOX_TAG_VARIABLE, target.id);
-    for (const proc of processes) sendSignal(proc.pid, "SIGCONT");
+    const cgroup = recordedCgroup(target);
+    if (cgroup && canFreeze(cgroup)) await freezeSandbox(cgroup, false);
+    else await signalAll(target, "SIGCONT");
   }
   return updateRecord(target.paths, target.id, (record) => ({ ...record, state: "running" }));
 }
@@ -52,10 +96,13 @@ export function isExpired(record: LocalSandboxRecord, now: number = Date.now()):
 }
 
 /**
- * Removes a sandbox directory. It is first renamed to a hidden name in the state root (not a valid id), so
- * the sandbox disappears at once for every other program even while its files are being deleted.
+ * Removes a sandbox: its cgroup (every process is gone by then), then its directory. The directory is first
+ * renamed to a hidden name in the state root (not a valid id), so the sandbox disappears at once for every
+ * other program even while its files are being deleted.
  */
-export async function removeSandboxDirectory(paths: LocalSandboxPaths): Promise<void> {
+export async function removeSandboxDirectory(paths: LocalSandboxPaths, target?: CommandTarget): Promise<void> {
+  const cgroup = target ? recordedCgroup(target) : undefined;
+  if (cgroup) await removeSandboxCgroup(cgroup);
   const trash = join(dirname(paths.dir), `.trash-${randomBytes(8).toString("hex")}`);
   try {
     await rename(paths.dir, trash);
