@@ -119,6 +119,8 @@ export async function resolveEntry(
   const stack: { fd: number; name: string }[] = [];
   let root = await openDirectory(areaHost(view, area));
   let finalName: string | undefined;
+  // Components below one that does not exist: only `..` still matters for them (it may lead back out).
+  const missing: string[] = [];
   let hops = 0;
   let via: { link: string; target: string } | undefined;
   const top = () => (stack.length > 0 ? stack[stack.length - 1]!.fd : root);
@@ -130,9 +132,17 @@ export async function resolveEntry(
     while (queue.length > 0) {
       const part = queue.shift()!;
       if (part === "..") {
+        if (missing.length > 0) {
+          missing.pop();
+          continue;
+        }
         const frame = stack.pop();
         if (!frame) throw outsideError(path, via);
         await closeQuietly(frame.fd);
+        continue;
+      }
+      if (missing.length > 0) {
+        missing.push(part);
         continue;
       }
       const isFinal = queue.length === 0;
@@ -152,7 +162,8 @@ export async function resolveEntry(
             finalName = part;
             break;
           }
-          throw localError("NotFound", `no such file or directory: ${path}`, error);
+          missing.push(part);
+          continue;
         }
         try {
           await mkdir(at(top(), part), 0o755);
@@ -191,6 +202,7 @@ export async function resolveEntry(
       if (!isFinal) throw localError("Validation", `a parent of ${path} is not a directory`);
       finalName = part;
     }
+    if (missing.length > 0) throw localError("NotFound", `no such file or directory: ${path}`);
     // A path that ended in a directory through `..` or a symlink names that directory: address it through
     // its parent like any other entry.
     if (finalName === undefined && stack.length > 0) {

@@ -215,7 +215,7 @@ export async function startNetwork(start: NetworkStart): Promise<NetworkRecord> 
  * cannot take the routes away.
  */
 function blockHostAddresses(start: NetworkStart, ip: string): void {
-  const routes = hostAddressBlocks().map((block) => `route add unreachable ${block}`);
+  const routes = hostAddressBlocks().map((block) => `route replace unreachable ${block}`);
   const enter = start.identity.root
     ? ["--net=/proc/self/fd/3"]
     : ["--preserve-credentials", "--user=/proc/self/fd/4", "--net=/proc/self/fd/3"];

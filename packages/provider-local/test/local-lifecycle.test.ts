@@ -86,7 +86,9 @@ describe("state root and ids", () => {
 
   it("rejects spec fields it cannot honour instead of ignoring them", async () => {
     const provider = providerFor("bwrap", `${state.home}/spec`);
-    expect(await codeOf(provider.doCreate({ resources: { memoryMB: 512 } }, call()))).toBe("Validation");
+    expect(await codeOf(provider.doCreate({ resources: { gpu: "any" } }, call()))).toBe("Validation");
+    expect(await codeOf(provider.doCreate({ resources: { memoryMB: -1 } }, call()))).toBe("Validation");
+    expect(await codeOf(provider.doCreate({ resources: { vcpus: 10_000 } }, call()))).toBe("Validation");
     expect(await codeOf(provider.doCreate({ template: "ubuntu" }, call()))).toBe("Validation");
     expect(await codeOf(provider.doCreate({ network: { egress: { allow: ["example.com"] } } }, call()))).toBe(
       "NotSupported",
@@ -330,7 +332,8 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     for (let attempt = 0; attempt < 5 && !proc; attempt++) {
       port = 20000 + Math.floor(Math.random() * 20000);
       const candidate = await provider.doSpawn!(sandbox, {
-        command: { argv: ["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"] },
+        // On every interface: under bubblewrap the port is forwarded to the sandbox's own address.
+        command: { argv: ["python3", "-m", "http.server", String(port), "--bind", "0.0.0.0"] },
         signal: new AbortController().signal,
         onStdout: () => {},
         onStderr: () => {},
@@ -338,7 +341,10 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
       const info = await provider.doExposePort!(sandbox, port, { ...call(), private: false });
       expect(info.url).toBe(`http://127.0.0.1:${port}`);
       const answered = await eventually(async () => {
-        const response = await fetch(`${info.url}/index.txt`).catch(() => undefined);
+        // A connection made before the server listens waits (the forward retries): bound each attempt.
+        const response = await fetch(`${info.url}/index.txt`, { signal: AbortSignal.timeout(3_000) }).catch(
+          () => undefined,
+        );
         return response?.status === 200 && (await response.text()) === "hello from the sandbox\n";
       }, 15_000);
       if (answered) proc = candidate;
@@ -382,13 +388,19 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
 
 describe("egress control (bubblewrap)", () => {
   let provider: AnyLocalProvider;
+  let opened: AnyLocalProvider;
   let sandbox: DriverSandbox<LocalSandboxHandle>;
   let server: import("node:http").Server;
   let port = 0;
+  let userMode = false;
 
   beforeAll(async () => {
     provider = providerFor("bwrap", `${state.home}/egress`);
-    sandbox = await provider.doCreate({}, call());
+    // The host's loopback, opened explicitly: the only way a sandbox reaches a server on this machine.
+    opened = local({ root: `${state.home}/egress`, isolation: "bwrap", network: { hostLoopback: true } });
+    sandbox = await opened.doCreate({}, call());
+    const info = (await opened.doGetInfo(sandbox, call())).raw as { network: { mode: string } };
+    userMode = info.network.mode === "user-mode";
     const { createServer } = await import("node:http");
     server = createServer((_, response) => response.end("host answered"));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -399,22 +411,24 @@ describe("egress control (bubblewrap)", () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const reach = () =>
+  const reach = (target: DriverSandbox<LocalSandboxHandle>, host: string) =>
     run(
       provider,
-      sandbox,
-      `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}', timeout=3).read().decode())" 2>&1 | tail -1`,
+      target,
+      `python3 -c "import urllib.request; print(urllib.request.urlopen('http://${host}:${port}', timeout=3).read().decode())" 2>&1 | tail -1`,
     );
+  // With the user-mode network the host's loopback is the sandbox's gateway; with the host's own network, it is.
+  const host = () => (userMode ? "10.0.2.2" : "127.0.0.1");
 
   it("block-all really blocks a server on the host, allow-all lets it through again", async () => {
-    expect((await reach()).stdout).toBe("host answered\n");
-    await provider.doSetEgress!(sandbox, "block-all", call());
-    expect((await reach()).stdout).not.toContain("host answered");
-    expect(await codeOf(provider.doExposePort!(sandbox, 8080, { ...call(), private: false }))).toBe(
+    expect((await reach(sandbox, host())).stdout).toBe("host answered\n");
+    await opened.doSetEgress!(sandbox, "block-all", call());
+    expect((await reach(sandbox, host())).stdout).not.toContain("host answered");
+    expect(await codeOf(opened.doExposePort!(sandbox, 8080, { ...call(), private: false }))).toBe(
       "InvalidState",
     );
-    await provider.doSetEgress!(sandbox, "allow-all", call());
-    expect((await reach()).stdout).toBe("host answered\n");
+    await opened.doSetEgress!(sandbox, "allow-all", call());
+    expect((await reach(sandbox, host())).stdout).toBe("host answered\n");
   });
 
   it("a sandbox created with block-all has no network from its first command", async () => {
