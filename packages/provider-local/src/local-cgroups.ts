@@ -382,17 +382,40 @@ export async function removeIdleCommandGroups(cgroup: SandboxCgroup): Promise<vo
   );
 }
 
-/** Removes the sandbox's groups (after every process is gone). */
-export async function removeSandboxCgroup(cgroup: SandboxCgroup): Promise<void> {
-  await removeIdleCommandGroups(cgroup);
-  const dirs = cgroup.kind === "v2" ? [join(cgroup.dir, "holder"), cgroup.dir] : Object.values(cgroup.dirs);
-  for (const dir of new Set(dirs)) {
+/**
+ * Removes a group; a group whose last processes are still exiting (killed, not yet reaped) is busy for a
+ * moment, so EBUSY is retried for a while before it is an error.
+ */
+async function removeGroup(dir: string): Promise<void> {
+  const deadline = Date.now() + FREEZE_TIMEOUT_MS;
+  for (;;) {
     try {
       rmdirSync(dir);
+      return;
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (code !== "ENOENT") throw localError("Provider", `cannot remove cgroup ${dir} (${code})`, error);
+      if (code === "ENOENT") return;
+      if (code !== "EBUSY" || Date.now() > deadline) {
+        throw localError("Provider", `cannot remove cgroup ${dir} (${code})`, error);
+      }
+      await sleep(10);
     }
+  }
+}
+
+/** Removes the sandbox's groups (after every process is gone). */
+export async function removeSandboxCgroup(cgroup: SandboxCgroup): Promise<void> {
+  const parent = trackingDir(cgroup);
+  let names: string[] = [];
+  try {
+    names = await readdir(parent);
+  } catch {
+    // gone already
+  }
+  for (const name of names) if (name.startsWith(COMMAND_GROUP_PREFIX)) await removeGroup(join(parent, name));
+  const dirs = cgroup.kind === "v2" ? [join(cgroup.dir, "holder"), cgroup.dir] : Object.values(cgroup.dirs);
+  for (const dir of new Set(dirs)) {
+    await removeGroup(dir);
     // The provider's base directory goes too once no sandbox of this user is left in it.
     try {
       rmdirSync(join(dir, ".."));

@@ -302,7 +302,9 @@ export async function addPortForward(record: NetworkRecord, port: number): Promi
 /** The forwards slirp4netns has, with their ids. */
 async function listPortForwards(record: NetworkRecord): Promise<{ id: number; port: number }[]> {
   const answer = await slirpRequest(record.api, { execute: "list_hostfwd" });
-  const entries = ((answer.return as { entries?: unknown[] } | undefined)?.entries ?? []) as {
+  // slirp4netns answers this one with `entries` at the top level (the others under `return`).
+  const listed = (answer.entries ?? (answer.return as { entries?: unknown[] } | undefined)?.entries) as unknown[] | undefined;
+  const entries = (listed ?? []) as {
     id: number;
     host_port: number;
   }[];
