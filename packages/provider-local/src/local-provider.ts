@@ -45,7 +45,7 @@ import { HolderCache } from "./local-holder-cache.js";
 import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import { assertLocalId, newLocalId } from "./local-ids.js";
 import { type ResolvedIsolation, resolveIsolation } from "./local-isolation.js";
-import { recordedCgroup, sandboxResources } from "./local-launch.js";
+import { recordedCgroup, sandboxCgroupFor, sandboxResources } from "./local-launch.js";
 import { describeEnforcement, resolveResources } from "./local-limits.js";
 import {
   isExpired,
@@ -93,6 +93,8 @@ export interface LocalSandboxHandle {
   readonly workspace: string;
   /** Host directory behind the sandbox's `/tmp`. */
   readonly tmp: string;
+  /** Host directory behind `/home/user`. */
+  readonly home: string;
 }
 
 /** The local provider with capability map `TCaps`. */
@@ -376,7 +378,10 @@ export function local(
         const id = newLocalId();
         const paths = sandboxPaths(root, id);
         await mkdir(root, { recursive: true, mode: 0o700 });
-        await createSandboxDirectories(paths, { ...record, id, ports }, sandboxOwner());
+        const created = { ...record, id, ports };
+        await createSandboxDirectories(paths, created, sandboxOwner());
+        // The limits exist from the start (they are read back by getInfo), not from the first command.
+        await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
         return handleOf(id, root, unisolated());
       }),
 

@@ -118,7 +118,15 @@ export function viewArgs(plan: ViewPlan): string[] {
   args.push("--tmpfs", "/run", "--dir", "/var", "--symlink", "../tmp", "/var/tmp");
   args.push("--bind", plan.workspace, SANDBOX_WORKSPACE, "--bind", plan.tmp, SANDBOX_TMP);
   args.push("--dir", "/home", "--bind", plan.home, SANDBOX_HOME);
+  const made = new Set<string>();
   for (const mount of plan.mounts) {
+    // Parents bubblewrap would make on its own come out mode 0700 (root's): the sandbox user could not enter.
+    const parts = mount.sandbox.split("/").filter(Boolean);
+    for (let depth = 1; depth < parts.length; depth++) {
+      const parent = `/${parts.slice(0, depth).join("/")}`;
+      if (!made.has(parent)) args.push("--dir", parent);
+      made.add(parent);
+    }
     args.push(mount.readOnly === false ? "--bind" : "--ro-bind", mount.host, mount.sandbox);
   }
   return args;

@@ -121,12 +121,14 @@ export async function destroyAll(provider: AnyLocalProvider): Promise<number> {
  */
 export async function bundleChild(
   outDir: string,
+  fixture = "local-child",
+  limits: { openFiles?: number } = {},
 ): Promise<(...args: string[]) => Promise<Record<string, unknown>>> {
   const { build } = await import("esbuild");
-  const outfile = join(outDir, "local-child.mjs");
+  const outfile = join(outDir, `${fixture}.mjs`);
   const core = (path: string) => fileURLToPath(new URL(`../../core/src/${path}`, import.meta.url));
   await build({
-    entryPoints: [fileURLToPath(new URL("./fixtures/local-child.ts", import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(`./fixtures/${fixture}.ts`, import.meta.url))],
     outfile,
     bundle: true,
     platform: "node",
@@ -136,9 +138,14 @@ export async function bundleChild(
     alias: { "@sbox/core/spec": core("spec/index.ts") },
     logLevel: "silent",
   });
+  // With a descriptor limit, the child runs under `ulimit -n` (a shell builtin; the limit is inherited).
+  const [file, prefix] =
+    limits.openFiles === undefined
+      ? [process.execPath, []]
+      : ["/bin/sh", ["-c", `ulimit -n ${limits.openFiles} && exec "$@"`, "sh", process.execPath]];
   return (...args: string[]) =>
     new Promise((resolve, reject) => {
-      execFile(process.execPath, [outfile, ...args], { timeout: 60_000 }, (error, stdout, stderr) => {
+      execFile(file, [...prefix, outfile, ...args], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
         const line = stdout.trim().split("\n").pop() ?? "";
         try {
           resolve(JSON.parse(line) as Record<string, unknown>);
