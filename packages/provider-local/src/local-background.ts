@@ -323,7 +323,9 @@ export async function killRecordedProcess(
 
 /** The launchers catchable signals spare under bubblewrap. */
 function launchExesOf(context: CommandContext): string[] {
-  return context.isolation.mode === "bwrap" ? [context.isolation.bwrapPath, context.isolation.programs.nsenter] : [];
+  return context.isolation.mode === "bwrap"
+    ? [context.isolation.bwrapPath, context.isolation.programs.nsenter]
+    : [];
 }
 
 /** A command that only reports a failed `cd`, so a bad cwd fails the same way as under bubblewrap. */
@@ -412,7 +414,15 @@ async function startBackground(
   try {
     child = spawn(
       "/bin/sh",
-      ["-c", WRAPPER, "sbox-process", files.dir, String(retriesUsed(context, planned)), plan.file, ...plan.args],
+      [
+        "-c",
+        WRAPPER,
+        "sbox-process",
+        files.dir,
+        String(retriesUsed(context, planned)),
+        plan.file,
+        ...plan.args,
+      ],
       {
         cwd: plan.cwd,
         env: plan.env,

@@ -1,4 +1,12 @@
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from "node:fs";
 import { readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { localError } from "./local-errors.js";
@@ -51,10 +59,11 @@ function mounts(): MountInfo[] {
     if (separator < 0) continue;
     const head = line.slice(0, separator).split(" ");
     const tail = line.slice(separator + 3).split(" ");
-    const unescape = (value: string) => value.replace(/\\(\d{3})/g, (_, octal) => String.fromCharCode(parseInt(octal, 8)));
+    const decodeOctal = (value: string) =>
+      value.replace(/\\(\d{3})/g, (_, octal) => String.fromCharCode(parseInt(octal, 8)));
     found.push({
-      root: unescape(head[3] ?? "/"),
-      mountPoint: unescape(head[4] ?? ""),
+      root: decodeOctal(head[3] ?? "/"),
+      mountPoint: decodeOctal(head[4] ?? ""),
       fsType: tail[0] ?? "",
       superOptions: (tail[2] ?? "").split(","),
     });
@@ -66,7 +75,11 @@ function mounts(): MountInfo[] {
 function ownCgroups(): Map<string, string> {
   const own = new Map<string, string>();
   for (const line of readFileSync("/proc/self/cgroup", "utf8").split("\n")) {
-    const [, controllers, path] = line.split(/:(.*?):/, 3) as [string, string | undefined, string | undefined];
+    const [, controllers, path] = line.split(/:(.*?):/, 3) as [
+      string,
+      string | undefined,
+      string | undefined,
+    ];
     if (controllers === undefined || path === undefined) continue;
     if (controllers === "") own.set("", path);
     for (const controller of controllers.split(",")) if (controller) own.set(controller, path);
@@ -77,7 +90,8 @@ function ownCgroups(): Map<string, string> {
 /** The directory of cgroup `path` under a mount whose root is `mountRoot`, or undefined if outside it. */
 function underMount(mount: MountInfo, path: string): string | undefined {
   if (mount.root === "/") return join(mount.mountPoint, path);
-  if (path === mount.root || path.startsWith(`${mount.root}/`)) return join(mount.mountPoint, path.slice(mount.root.length));
+  if (path === mount.root || path.startsWith(`${mount.root}/`))
+    return join(mount.mountPoint, path.slice(mount.root.length));
   return undefined;
 }
 
@@ -116,7 +130,10 @@ function detectV2(all: MountInfo[], own: Map<string, string>): CgroupSupport | u
     dir = parent;
   }
   if (chosen === undefined) {
-    return { kind: "none", reason: `no cgroup above ${ownDir} is writable by this user (no delegated cgroup)` };
+    return {
+      kind: "none",
+      reason: `no cgroup above ${ownDir} is writable by this user (no delegated cgroup)`,
+    };
   }
   const base = join(chosen, BASE_NAME);
   try {
@@ -201,7 +218,11 @@ export function createSandboxCgroup(id: string, limits: CgroupLimits): SandboxCg
     writeKnob(dir, "pids.max", String(limits.pids));
     writeKnob(dir, "memory.max", String(limits.memoryBytes));
     writeKnob(dir, "memory.swap.max", "0", false);
-    writeKnob(dir, "cpu.max", limits.vcpus === undefined ? "max 100000" : `${Math.round(limits.vcpus * 100_000)} 100000`);
+    writeKnob(
+      dir,
+      "cpu.max",
+      limits.vcpus === undefined ? "max 100000" : `${Math.round(limits.vcpus * 100_000)} 100000`,
+    );
     writeKnob(dir, "cpu.weight", "50", false);
     return { kind: "v2", dir };
   }
@@ -217,7 +238,11 @@ export function createSandboxCgroup(id: string, limits: CgroupLimits): SandboxCg
   writeKnob(dirs.memory!, "memory.memsw.limit_in_bytes", String(limits.memoryBytes), false);
   if (dirs.cpu) {
     writeKnob(dirs.cpu, "cpu.cfs_period_us", "100000");
-    writeKnob(dirs.cpu, "cpu.cfs_quota_us", limits.vcpus === undefined ? "-1" : String(Math.round(limits.vcpus * 100_000)));
+    writeKnob(
+      dirs.cpu,
+      "cpu.cfs_quota_us",
+      limits.vcpus === undefined ? "-1" : String(Math.round(limits.vcpus * 100_000)),
+    );
     writeKnob(dirs.cpu, "cpu.shares", "512", false);
   }
   return { kind: "v1", dirs };
@@ -264,10 +289,7 @@ async function procsIn(dir: string): Promise<number[]> {
     if ((error as { code?: string }).code === "ENOENT") return [];
     throw localError("Provider", `cannot read the processes of cgroup ${dir}`, error);
   }
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .map(Number);
+  return text.split("\n").filter(Boolean).map(Number);
 }
 
 /** Every process in `dir` and its child groups (the kernel's own list: nothing can hide from it). */
@@ -330,7 +352,8 @@ async function freezeV2(dir: string, frozen: boolean): Promise<void> {
   for (;;) {
     const events = await readFile(join(dir, "cgroup.events"), "utf8");
     if (events.includes(`frozen ${frozen ? 1 : 0}`)) return;
-    if (Date.now() > deadline) throw localError("Provider", `cgroup ${dir} did not ${frozen ? "freeze" : "thaw"}`);
+    if (Date.now() > deadline)
+      throw localError("Provider", `cgroup ${dir} did not ${frozen ? "freeze" : "thaw"}`);
     await sleep(5);
   }
 }
@@ -403,16 +426,36 @@ async function removeGroup(dir: string): Promise<void> {
   }
 }
 
-/** Removes the sandbox's groups (after every process is gone). */
+/**
+ * Removes the sandbox's groups once every process is gone. A command that was starting while the sandbox was
+ * killed may still make its group (or even join it): each round kills what is there and lists the groups
+ * again, until the sandbox's group can be removed.
+ */
 export async function removeSandboxCgroup(cgroup: SandboxCgroup): Promise<void> {
   const parent = trackingDir(cgroup);
-  let names: string[] = [];
-  try {
-    names = await readdir(parent);
-  } catch {
-    // gone already
+  const deadline = Date.now() + FREEZE_TIMEOUT_MS;
+  for (;;) {
+    await killGroup(parent, cgroup.kind);
+    let names: string[] = [];
+    try {
+      names = await readdir(parent);
+    } catch {
+      // gone already
+    }
+    for (const name of names)
+      if (name.startsWith(COMMAND_GROUP_PREFIX)) await removeGroup(join(parent, name));
+    try {
+      rmdirSync(parent);
+      break;
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === "ENOENT") break;
+      if (code !== "EBUSY" || Date.now() > deadline) {
+        throw localError("Provider", `cannot remove cgroup ${parent} (${code})`, error);
+      }
+      await sleep(10);
+    }
   }
-  for (const name of names) if (name.startsWith(COMMAND_GROUP_PREFIX)) await removeGroup(join(parent, name));
   const dirs = cgroup.kind === "v2" ? [join(cgroup.dir, "holder"), cgroup.dir] : Object.values(cgroup.dirs);
   for (const dir of new Set(dirs)) {
     await removeGroup(dir);
@@ -426,9 +469,11 @@ export async function removeSandboxCgroup(cgroup: SandboxCgroup): Promise<void> 
 }
 
 /** Memory in use and its limit, and CPU time used (nanoseconds), as the kernel accounts them for the sandbox. */
-export async function cgroupUsage(
-  cgroup: SandboxCgroup,
-): Promise<{ memoryBytes?: number | undefined; memoryLimitBytes?: number | undefined; cpuNanoseconds?: number | undefined }> {
+export async function cgroupUsage(cgroup: SandboxCgroup): Promise<{
+  memoryBytes?: number | undefined;
+  memoryLimitBytes?: number | undefined;
+  cpuNanoseconds?: number | undefined;
+}> {
   const read = async (path: string) => {
     try {
       return (await readFile(path, "utf8")).trim();
@@ -436,7 +481,8 @@ export async function cgroupUsage(
       return undefined;
     }
   };
-  const number = (text: string | undefined) => (text === undefined || text === "max" ? undefined : Number(text));
+  const number = (text: string | undefined) =>
+    text === undefined || text === "max" ? undefined : Number(text);
   if (cgroup.kind === "v2") {
     const stat = await read(join(cgroup.dir, "cpu.stat"));
     const usage = stat ? /usage_usec (\d+)/.exec(stat)?.[1] : undefined;
@@ -449,12 +495,17 @@ export async function cgroupUsage(
   return {
     memoryBytes: number(await read(join(cgroup.dirs.memory!, "memory.usage_in_bytes"))),
     memoryLimitBytes: number(await read(join(cgroup.dirs.memory!, "memory.limit_in_bytes"))),
-    cpuNanoseconds: cgroup.dirs.cpuacct ? number(await read(join(cgroup.dirs.cpuacct, "cpuacct.usage"))) : undefined,
+    cpuNanoseconds: cgroup.dirs.cpuacct
+      ? number(await read(join(cgroup.dirs.cpuacct, "cpuacct.usage")))
+      : undefined,
   };
 }
 
 /** The limits the kernel really has for the sandbox's group, read back (for getInfo and the containment tests). */
-export function enforcedLimits(cgroup: SandboxCgroup): { pids?: number | undefined; memoryBytes?: number | undefined } {
+export function enforcedLimits(cgroup: SandboxCgroup): {
+  pids?: number | undefined;
+  memoryBytes?: number | undefined;
+} {
   const read = (path: string) => {
     try {
       const text = readFileSync(path, "utf8").trim();

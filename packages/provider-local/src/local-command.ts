@@ -103,7 +103,10 @@ export interface CommandSettings {
 /** The view of `target` under `isolation`: its directories, and the host id of the sandbox user. */
 export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): SandboxView {
   const identity = hostIdentity();
-  const owner = isolation.mode === "bwrap" && identity.root ? { uid: identity.sandboxUid, gid: identity.sandboxGid } : undefined;
+  const owner =
+    isolation.mode === "bwrap" && identity.root
+      ? { uid: identity.sandboxUid, gid: identity.sandboxGid }
+      : undefined;
   return {
     isolation: isolation.mode,
     workspace: target.paths.workspace,
@@ -139,7 +142,12 @@ function sandboxPrefix(ready: boolean, swapStderr: boolean): string {
 // `exec "$@"` runs argv without any shell interpretation and reports a missing program as exit 127, the
 // same way with and without bubblewrap. A script runs through `eval` after `set --`, which behaves like
 // `sh -c script` (no positional parameters) without a second shell.
-function commandArgv(shell: string, command: DriverCommand | undefined, prefix: string, terminalShell?: string): string[] {
+function commandArgv(
+  shell: string,
+  command: DriverCommand | undefined,
+  prefix: string,
+  terminalShell?: string,
+): string[] {
   if (command === undefined) {
     if (prefix === "") return [terminalShell ?? shell];
     return [shell, "-c", `${prefix}exec "$0"`, terminalShell ?? shell];
@@ -220,7 +228,11 @@ function commandFinder(
   if (holder !== undefined) {
     return async () => {
       const members = await pidNamespaceMembers(holder.pidNamespace);
-      return findTaggedProcesses(COMMAND_TAG_VARIABLE, tag, members.map((member) => member.pid));
+      return findTaggedProcesses(
+        COMMAND_TAG_VARIABLE,
+        tag,
+        members.map((member) => member.pid),
+      );
     };
   }
   return taggedProcesses({ name: COMMAND_TAG_VARIABLE, value: tag });
@@ -237,7 +249,8 @@ export function finderForCommand(
   holder: HolderRecord | undefined,
   bwrap: boolean,
 ): ProcessFinder {
-  if (cgroup) return commandFinder(tag, join(trackingDir(cgroup), `${COMMAND_GROUP_PREFIX}${tag}`), undefined);
+  if (cgroup)
+    return commandFinder(tag, join(trackingDir(cgroup), `${COMMAND_GROUP_PREFIX}${tag}`), undefined);
   if (bwrap && !holder) return async () => [];
   return commandFinder(tag, undefined, holder);
 }

@@ -4,8 +4,8 @@ import type { Readable, Writable } from "node:stream";
 import type { DriverExecRequest, DriverExit, DriverOutputCallbacks } from "@sbox/core/spec";
 import { type CommandSettings, type CommandTarget, type LaunchPlan, planLaunch } from "./local-command.js";
 import { abortErrorOf, localError, throwIfAborted, toLocalError } from "./local-errors.js";
-import type { HolderCache } from "./local-holder-cache.js";
 import { ensureRunning } from "./local-holder.js";
+import type { HolderCache } from "./local-holder-cache.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import { sandboxCgroupFor, sandboxResources } from "./local-launch.js";
@@ -27,9 +27,18 @@ export async function planCommand(
 ): Promise<LaunchPlan | { cwdProblem: string }> {
   const { settings, isolation } = context;
   const running =
-    isolation.mode === "bwrap" ? await ensureRunning(settings, isolation, target, context.holders) : undefined;
+    isolation.mode === "bwrap"
+      ? await ensureRunning(settings, isolation, target, context.holders)
+      : undefined;
   const cgroup = running ? running.cgroup : await sandboxCgroupFor(target, sandboxResources(target.record));
-  return planLaunch(settings, isolation, target, { ...input, launchDir: input.launchDir ?? target.paths.launch }, running, cgroup);
+  return planLaunch(
+    settings,
+    isolation,
+    target,
+    { ...input, launchDir: input.launchDir ?? target.paths.launch },
+    running,
+    cgroup,
+  );
 }
 
 /** Removes what a start left: its argument files, and its cgroup once nothing of it runs any more. */
@@ -211,7 +220,10 @@ async function runOnce(
               child.stderr.destroy();
             }, 2_000);
           };
-          void signalTree(launch.find, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(stopWaiting, stopWaiting);
+          void signalTree(launch.find, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(
+            stopWaiting,
+            stopWaiting,
+          );
         });
       }, LEFTOVER_GRACE_MS);
     });

@@ -186,7 +186,11 @@ async function openForWrite(view: SandboxView, path: string, mode: number | unde
     if (entry.name === undefined) throw localError("Validation", `${path} is a directory`);
     const handle = await open(
       entry.at,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      constants.O_WRONLY |
+        constants.O_CREAT |
+        constants.O_TRUNC |
+        constants.O_NOFOLLOW |
+        constants.O_NONBLOCK,
       mode ?? 0o644,
     );
     try {
@@ -357,7 +361,10 @@ export async function renameSandboxPath(
   await withEntry(view, from, { followFinal: false }, (source) =>
     withEntry(view, to, { followFinal: false }, async (target) => {
       if (source.name === undefined || target.name === undefined) {
-        throw localError("Validation", "/workspace, /tmp and /home/user themselves cannot be renamed or replaced");
+        throw localError(
+          "Validation",
+          "/workspace, /tmp and /home/user themselves cannot be renamed or replaced",
+        );
       }
       await guarded(from, () => lstat(source.at));
       await guarded(to, () => rename(source.at, target.at));

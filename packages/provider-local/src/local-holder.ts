@@ -6,10 +6,16 @@ import type { SandboxCgroup } from "./local-cgroups.js";
 import { holderGroup } from "./local-cgroups.js";
 import type { CommandSettings, CommandTarget, RunningSandbox } from "./local-command.js";
 import { localError } from "./local-errors.js";
+import type { HolderCache } from "./local-holder-cache.js";
 import { hostIdentity, SANDBOX_USER, sandboxGroup, sandboxPasswd } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
-import type { HolderCache } from "./local-holder-cache.js";
-import { hostPrefix, recordedCgroup, sandboxCgroupFor, sandboxResources, SYSTEM_PATH } from "./local-launch.js";
+import {
+  hostPrefix,
+  recordedCgroup,
+  SYSTEM_PATH,
+  sandboxCgroupFor,
+  sandboxResources,
+} from "./local-launch.js";
 import { shmBytes } from "./local-limits.js";
 import {
   addPortForward,
@@ -69,7 +75,9 @@ function readHolder(target: CommandTarget): HolderRecord | undefined {
 /** True when `process` runs (not a zombie) and is the same process (same start time). */
 export async function isAlive(process: ProcessIdentity): Promise<boolean> {
   const found = await readProcStat(process.pid);
-  return found !== undefined && found.state !== "Z" && found.state !== "X" && found.startTime === process.startTime;
+  return (
+    found !== undefined && found.state !== "Z" && found.state !== "X" && found.startTime === process.startTime
+  );
 }
 
 /** The holder recorded for `target` when it still runs. */
@@ -135,7 +143,8 @@ function writeEtc(target: CommandTarget, network: "user-mode" | "host"): void {
     hosts,
     "resolv.conf": resolv,
   };
-  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content, { mode: 0o644 });
+  for (const [name, content] of Object.entries(files))
+    writeFileSync(join(dir, name), content, { mode: 0o644 });
 }
 
 /** Reads what the holder's bubblewrap reports on its info descriptor: the host pid of the namespace's init. */
@@ -209,10 +218,28 @@ async function startHolder(
     mounts: settings.mounts,
     shmBytes: shmBytes(resources),
   });
-  const namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"];
+  const namespaces = [
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--hostname",
+    "sandbox",
+  ];
   const programs = isolation.programs;
   const tail = identity.root
-    ? ["--cap-drop", "ALL", "--info-fd", "4", "--", programs.unshare, "--user", "--", programs.sleep, SLEEP_SECONDS]
+    ? [
+        "--cap-drop",
+        "ALL",
+        "--info-fd",
+        "4",
+        "--",
+        programs.unshare,
+        "--user",
+        "--",
+        programs.sleep,
+        SLEEP_SECONDS,
+      ]
     : ["--cap-drop", "ALL", "--seccomp", "7", "--info-fd", "4", "--", programs.sleep, SLEEP_SECONDS];
   const bwrap = [
     isolation.bwrapPath,
@@ -243,7 +270,10 @@ async function startHolder(
   child.stderr?.destroy();
   child.unref();
   const failed = (why: string) =>
-    localError("Provider", `the namespaces of local sandbox ${target.id} could not be started: ${why}${stderr ? ` (${stderr.trim()})` : ""}`);
+    localError(
+      "Provider",
+      `the namespaces of local sandbox ${target.id} could not be started: ${why}${stderr ? ` (${stderr.trim()})` : ""}`,
+    );
   if (initPid === undefined) throw failed(`bwrap exited ${String(child.exitCode)}`);
   const initStat = await readProcStat(initPid);
   if (!initStat) throw failed("the holder exited at once");
@@ -253,7 +283,8 @@ async function startHolder(
   while (Date.now() < deadline) {
     anchor = await firstChild(initPid);
     // As root the anchor makes the sandbox's user namespace itself: wait until it has.
-    if (anchor !== undefined && (!identity.root || (await userNamespaceOf(anchor)) !== initUserNamespace)) break;
+    if (anchor !== undefined && (!identity.root || (await userNamespaceOf(anchor)) !== initUserNamespace))
+      break;
     anchor = undefined;
     await sleep(2);
   }
@@ -286,9 +317,10 @@ async function startHolder(
 }
 
 function joinHolder(cgroup: SandboxCgroup): string[] {
-  return [holderGroup(cgroup), ...(cgroup.kind === "v1" ? Object.values(cgroup.dirs).filter((dir) => dir !== cgroup.dirs.pids) : [])].map(
-    (dir) => join(dir, "cgroup.procs"),
-  );
+  return [
+    holderGroup(cgroup),
+    ...(cgroup.kind === "v1" ? Object.values(cgroup.dirs).filter((dir) => dir !== cgroup.dirs.pids) : []),
+  ].map((dir) => join(dir, "cgroup.procs"));
 }
 
 async function startSandboxNetwork(
@@ -347,7 +379,8 @@ export async function killHolderProcesses(holder: HolderRecord): Promise<void> {
   if (holder.stack) await stopNetwork(holder.stack);
   const deadline = Date.now() + START_TIMEOUT_MS;
   while ((await isAlive(holder.init)) || (await isAlive(holder.anchor))) {
-    if (Date.now() > deadline) throw localError("Provider", `the PID namespace's init (pid ${holder.init.pid}) survived SIGKILL`);
+    if (Date.now() > deadline)
+      throw localError("Provider", `the PID namespace's init (pid ${holder.init.pid}) survived SIGKILL`);
     await sleep(5);
   }
 }
@@ -372,7 +405,7 @@ export async function applyEgress(
 ): Promise<void> {
   await withHolderLock(target, async () => {
     const holder = await liveHolder(target);
-    if (!holder || holder.network !== "user-mode") return;
+    if (holder?.network !== "user-mode") return;
     let next: HolderRecord = holder;
     if (target.record.egress === "block-all" && holder.stack) {
       await stopNetwork(holder.stack);
@@ -408,6 +441,7 @@ export async function ensureRunning(
     const running: RunningSandbox = { holder, cgroup: recordedCgroup(target) };
     if (cache.keep(key, running)) return running;
     // The holder ended between its start and now (another program stopped the sandbox): start again once.
-    if (attempt >= 1) throw localError("Provider", `the namespaces of local sandbox ${target.id} keep ending`);
+    if (attempt >= 1)
+      throw localError("Provider", `the namespaces of local sandbox ${target.id} keep ending`);
   }
 }

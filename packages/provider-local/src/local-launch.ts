@@ -1,9 +1,20 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { shellQuote } from "@sbox/core/spec";
-import { type CgroupSupport, cgroupSupport, createSandboxCgroup, type SandboxCgroup } from "./local-cgroups.js";
+import {
+  type CgroupSupport,
+  cgroupSupport,
+  createSandboxCgroup,
+  type SandboxCgroup,
+} from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
-import { DEFAULT_DISK_MB, DEFAULT_PIDS, defaultMemoryMB, type LocalResources, rlimitCommands } from "./local-limits.js";
+import {
+  DEFAULT_DISK_MB,
+  DEFAULT_PIDS,
+  defaultMemoryMB,
+  type LocalResources,
+  rlimitCommands,
+} from "./local-limits.js";
 import { writeFileAtomic } from "./local-state.js";
 
 /** The `PATH` every launcher runs with: the host's system directories only, never the caller's. */
@@ -57,7 +68,12 @@ export interface HostPrefix {
   readonly cgroupFiles: readonly string[];
   /** rlimits to set (where no cgroup could be made, and for file sizes). */
   readonly rlimits?:
-    | { readonly resources: LocalResources; readonly shell: string; readonly withMemory: boolean; readonly withProcesses?: boolean | undefined }
+    | {
+        readonly resources: LocalResources;
+        readonly shell: string;
+        readonly withMemory: boolean;
+        readonly withProcesses?: boolean | undefined;
+      }
     | undefined;
   /** The syscall filter file, opened as fd 7 for bubblewrap's `--seccomp 7`. */
   readonly seccomp?: string | undefined;
@@ -68,7 +84,9 @@ export interface HostPrefix {
    * before the chain opens `/proc/<pid>/ns/*`, so a reused pid cannot lead a command into a stranger's
    * namespaces; with `userNamespaceFd`, its user namespace is opened as fd 3 for bubblewrap's `--userns 3`.
    */
-  readonly anchor?: { readonly pid: number; readonly startTime: number; readonly userNamespaceFd: boolean } | undefined;
+  readonly anchor?:
+    | { readonly pid: number; readonly startTime: number; readonly userNamespaceFd: boolean }
+    | undefined;
 }
 
 /**
@@ -89,11 +107,15 @@ export function hostPrefix(prefix: HostPrefix): string {
   if (prefix.args !== undefined) lines.push(`exec 6<${shellQuote(prefix.args)}`);
   if (prefix.seccomp !== undefined) lines.push(`exec 7<${shellQuote(prefix.seccomp)}`);
   for (const file of prefix.cgroupFiles) {
-    lines.push(`echo $$ >${shellQuote(file)} || fail "cannot join the sandbox's cgroup ${file.replace(/["$`\\]/g, "")}"`);
+    lines.push(
+      `echo $$ >${shellQuote(file)} || fail "cannot join the sandbox's cgroup ${file.replace(/["$`\\]/g, "")}"`,
+    );
   }
   if (prefix.rlimits) {
     const { resources, shell, withMemory, withProcesses } = prefix.rlimits;
-    lines.push(`${rlimitCommands(shell, resources, withMemory, withProcesses !== false)} || fail "cannot set the sandbox's limits"`);
+    lines.push(
+      `${rlimitCommands(shell, resources, withMemory, withProcesses !== false)} || fail "cannot set the sandbox's limits"`,
+    );
   }
   lines.push('exec "$@"');
   return lines.join("\n");

@@ -16,7 +16,7 @@ import {
   signalTree,
   taggedProcesses,
 } from "./local-procfs.js";
-import { type LocalSandboxPaths, type LocalSandboxRecord, updateRecord } from "./local-state.js";
+import { type LocalSandboxPaths, type LocalSandboxRecord, pathsIn, updateRecord } from "./local-state.js";
 
 /** Host processes carrying the sandbox's tag: its launchers, and without isolation its commands. */
 const taggedOnHost = (target: CommandTarget): ProcessFinder =>
@@ -49,10 +49,14 @@ export async function killAllProcesses(target: CommandTarget): Promise<void> {
   }
 }
 
-/** Stops the sandbox: every process is killed, every file kept. Stopping a stopped sandbox changes nothing. */
+/**
+ * Stops the sandbox: every process is killed, every file kept. It is recorded as stopped first, so that no
+ * new command starts while it is being stopped. Stopping a stopped sandbox changes nothing.
+ */
 export async function stopSandbox(target: CommandTarget): Promise<LocalSandboxRecord> {
+  const record = await updateRecord(target.paths, target.id, (current) => ({ ...current, state: "stopped" }));
   await killAllProcesses(target);
-  return updateRecord(target.paths, target.id, (record) => ({ ...record, state: "stopped" }));
+  return record;
 }
 
 /** Signals every process of the sandbox with SIGSTOP or SIGCONT; two passes catch one forked meanwhile. */
@@ -96,13 +100,34 @@ export function isExpired(record: LocalSandboxRecord, now: number = Date.now()):
 }
 
 /**
- * Removes a sandbox: its cgroup (every process is gone by then), then its directory. The directory is first
- * renamed to a hidden name in the state root (not a valid id), so the sandbox disappears at once for every
- * other program even while its files are being deleted.
+ * Destroys a sandbox. Its directory is first renamed to a hidden name in the state root (not a valid id), so
+ * it disappears at once for every program: no new command can start in it while it is being destroyed, and
+ * one already starting finds its namespaces gone. Then every process is killed (see `killAllProcesses`), its
+ * cgroup removed and its files deleted. When a process survives, the directory is put back, so that the
+ * sandbox can still be found and destroyed again.
  */
-export async function removeSandboxDirectory(paths: LocalSandboxPaths, target?: CommandTarget): Promise<void> {
-  const cgroup = target ? recordedCgroup(target) : undefined;
-  if (cgroup) await removeSandboxCgroup(cgroup);
+export async function destroySandbox(target: CommandTarget): Promise<void> {
+  const trash = join(dirname(target.paths.dir), `.trash-${randomBytes(8).toString("hex")}`);
+  try {
+    await rename(target.paths.dir, trash);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return;
+    throw error;
+  }
+  const moved: CommandTarget = { ...target, paths: pathsIn(trash) };
+  try {
+    await killAllProcesses(moved);
+    const cgroup = recordedCgroup(moved);
+    if (cgroup) await removeSandboxCgroup(cgroup);
+  } catch (error) {
+    await rename(trash, target.paths.dir).catch(() => {});
+    throw error;
+  }
+  await removeTree(trash);
+}
+
+/** Removes the directory of a sandbox that never ran anything (a fork that failed half way). */
+export async function removeSandboxDirectory(paths: LocalSandboxPaths): Promise<void> {
   const trash = join(dirname(paths.dir), `.trash-${randomBytes(8).toString("hex")}`);
   try {
     await rename(paths.dir, trash);

@@ -28,7 +28,10 @@ const SHM_MAX_MB = 64;
 
 function positive(value: unknown, field: string, minimum: number): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < minimum) {
-    throw localError("Validation", `resources.${field} must be a number of at least ${minimum}, got ${String(value)}`);
+    throw localError(
+      "Validation",
+      `resources.${field} must be a number of at least ${minimum}, got ${String(value)}`,
+    );
   }
   return value;
 }
@@ -38,11 +41,19 @@ function positive(value: unknown, field: string, minimum: number): number {
  * refused; a CPU limit is refused where no cgroup can be made (rlimits cannot express one), since a limit
  * that is not enforced is not accepted.
  */
-export function resolveResources(spec: SandboxSpec, support: CgroupSupport = cgroupSupport()): LocalResources {
+export function resolveResources(
+  spec: SandboxSpec,
+  support: CgroupSupport = cgroupSupport(),
+): LocalResources {
   const requested = spec.resources ?? {};
-  if (requested.gpu !== undefined) throw localError("Validation", "resources.gpu is not supported by the local provider");
-  const memoryMB = requested.memoryMB === undefined ? defaultMemoryMB() : Math.floor(positive(requested.memoryMB, "memoryMB", 16));
-  const diskMB = requested.diskMB === undefined ? DEFAULT_DISK_MB : Math.floor(positive(requested.diskMB, "diskMB", 1));
+  if (requested.gpu !== undefined)
+    throw localError("Validation", "resources.gpu is not supported by the local provider");
+  const memoryMB =
+    requested.memoryMB === undefined
+      ? defaultMemoryMB()
+      : Math.floor(positive(requested.memoryMB, "memoryMB", 16));
+  const diskMB =
+    requested.diskMB === undefined ? DEFAULT_DISK_MB : Math.floor(positive(requested.diskMB, "diskMB", 1));
   let vcpus: number | undefined;
   if (requested.vcpus !== undefined) {
     vcpus = positive(requested.vcpus, "vcpus", 0.01);
@@ -79,11 +90,15 @@ export function shellUlimit(shell: string): ShellUlimit | undefined {
   if (ulimitProbes.has(shell)) return ulimitProbes.get(shell);
   let found: ShellUlimit | undefined;
   for (const processes of ["-u", "-p"]) {
-    const result = spawnSync(shell, ["-c", `ulimit ${processes} 4321 && ulimit -f 8 && cat /proc/self/limits`], {
-      encoding: "utf8",
-      timeout: 10_000,
-      env: { PATH: "/usr/bin:/bin" },
-    });
+    const result = spawnSync(
+      shell,
+      ["-c", `ulimit ${processes} 4321 && ulimit -f 8 && cat /proc/self/limits`],
+      {
+        encoding: "utf8",
+        timeout: 10_000,
+        env: { PATH: "/usr/bin:/bin" },
+      },
+    );
     if (result.status !== 0) continue;
     const processesSet = /^Max processes\s+4321\s/m.test(result.stdout);
     const file = /^Max file size\s+(\d+)\s/m.exec(result.stdout);
@@ -150,7 +165,10 @@ export function describeEnforcement(
       pids: "processes and threads of the sandbox together (pids controller)",
       memory: "the sandbox as a whole, no swap (memory controller)",
       disk: "per file written (RLIMIT_FSIZE) and /dev/shm size",
-      cpu: resources.vcpus === undefined ? "lower weight than host processes, no hard limit" : `${resources.vcpus} CPUs (cpu controller)`,
+      cpu:
+        resources.vcpus === undefined
+          ? "lower weight than host processes, no hard limit"
+          : `${resources.vcpus} CPUs (cpu controller)`,
     },
   };
 }

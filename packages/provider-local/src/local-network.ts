@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, openSync, closeSync, lstatSync, readlinkSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readlinkSync } from "node:fs";
 import { createConnection } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
@@ -44,7 +44,8 @@ let support: NetworkSupport | undefined;
 export function networkSupport(identity: HostIdentity): NetworkSupport {
   if (support) return support;
   const slirp = findExecutable("slirp4netns", SYSTEM_BIN);
-  if (!slirp) support = { kind: "host", reason: "slirp4netns is not installed (apt-get install slirp4netns)" };
+  if (!slirp)
+    support = { kind: "host", reason: "slirp4netns is not installed (apt-get install slirp4netns)" };
   else if (!existsSync("/dev/net/tun")) support = { kind: "host", reason: "/dev/net/tun does not exist" };
   else {
     let usable = identity.root;
@@ -172,7 +173,11 @@ export async function startNetwork(start: NetworkStart): Promise<NetworkRecord> 
   const usernsFd = start.identity.root ? undefined : openSync(`/proc/${start.anchor}/ns/user`, "r");
   let argv: string[];
   if (start.identity.root) {
-    argv = [...rootJailArgs(start.bwrapPath, start.dir), start.support.slirp, ...slirpArgs("/proc/self/fd/3", undefined, "/net/api.sock")];
+    argv = [
+      ...rootJailArgs(start.bwrapPath, start.dir),
+      start.support.slirp,
+      ...slirpArgs("/proc/self/fd/3", undefined, "/net/api.sock"),
+    ];
   } else {
     argv = [start.support.slirp, ...slirpArgs("/proc/self/fd/3", "/proc/self/fd/6", api)];
   }
@@ -188,7 +193,9 @@ export async function startNetwork(start: NetworkStart): Promise<NetworkRecord> 
   if (usernsFd !== undefined) closeSync(usernsFd);
   const pipes = child.stdio as unknown as (NodeJS.ReadableStream | null)[];
   const ready = readPipe(pipes[4] ?? null, (text) => text.includes("1"));
-  const info = start.identity.root ? readPipe(pipes[5] ?? null, (text) => text.includes("}")) : Promise.resolve("");
+  const info = start.identity.root
+    ? readPipe(pipes[5] ?? null, (text) => text.includes("}"))
+    : Promise.resolve("");
   const [readyText, infoText] = await Promise.all([ready, info]);
   child.unref();
   // As root the process to keep is the jail's init (killing it ends slirp4netns with it).
@@ -295,7 +302,10 @@ export async function addPortForward(record: NetworkRecord, port: number): Promi
   });
   const error = answer.error as { desc?: string } | undefined;
   if (error) {
-    throw localError("Conflict", `cannot expose port ${port} on the host's 127.0.0.1: ${error.desc ?? "refused"}`);
+    throw localError(
+      "Conflict",
+      `cannot expose port ${port} on the host's 127.0.0.1: ${error.desc ?? "refused"}`,
+    );
   }
 }
 
@@ -303,7 +313,9 @@ export async function addPortForward(record: NetworkRecord, port: number): Promi
 async function listPortForwards(record: NetworkRecord): Promise<{ id: number; port: number }[]> {
   const answer = await slirpRequest(record.api, { execute: "list_hostfwd" });
   // slirp4netns answers this one with `entries` at the top level (the others under `return`).
-  const listed = (answer.entries ?? (answer.return as { entries?: unknown[] } | undefined)?.entries) as unknown[] | undefined;
+  const listed = (answer.entries ?? (answer.return as { entries?: unknown[] } | undefined)?.entries) as
+    | unknown[]
+    | undefined;
   const entries = (listed ?? []) as {
     id: number;
     host_port: number;

@@ -119,7 +119,8 @@ const RESERVED_SANDBOX_PATHS = [
 
 /** True when one of the two absolute, normalized paths is the other or lies below it. */
 export function pathsOverlap(a: string, b: string): boolean {
-  const within = (inner: string, outer: string) => outer === "/" || inner === outer || inner.startsWith(`${outer}/`);
+  const within = (inner: string, outer: string) =>
+    outer === "/" || inner === outer || inner.startsWith(`${outer}/`);
   return within(a, b) || within(b, a);
 }
 
@@ -137,13 +138,17 @@ function validateMounts(mounts: readonly LocalMount[]): void {
   if (!Array.isArray(mounts)) throw localError("Validation", "mounts must be an array");
   const seen: string[] = [];
   for (const mount of mounts) {
-    if (typeof mount !== "object" || mount === null) throw localError("Validation", "each mount must be an object");
+    if (typeof mount !== "object" || mount === null)
+      throw localError("Validation", "each mount must be an object");
     validateMountPath(mount.host, "host");
     const sandbox = validateMountPath(mount.sandbox, "sandbox");
     if (sandbox === "/") throw localError("Validation", "mounts: / cannot be replaced");
     const reserved = RESERVED_SANDBOX_PATHS.find((path) => pathsOverlap(path, sandbox));
     if (reserved) {
-      throw localError("Validation", `mounts: ${sandbox} overlaps ${reserved}, which the sandbox itself provides`);
+      throw localError(
+        "Validation",
+        `mounts: ${sandbox} overlaps ${reserved}, which the sandbox itself provides`,
+      );
     }
     const other = seen.find((path) => pathsOverlap(path, sandbox));
     if (other) throw localError("Validation", `mounts: ${sandbox} overlaps another mount at ${other}`);

@@ -44,9 +44,17 @@ async function resolved(view: SandboxView, path: string, followFinal = true) {
 
 describe("resolveEntry", () => {
   it("maps relative, /workspace, /tmp and /home/user paths into the sandbox's areas", async () => {
-    expect(await resolved(isolated, "sub/file")).toEqual({ path: "/workspace/sub/file", name: "file", area: "workspace" });
+    expect(await resolved(isolated, "sub/file")).toEqual({
+      path: "/workspace/sub/file",
+      name: "file",
+      area: "workspace",
+    });
     expect(await resolved(isolated, "/tmp")).toEqual({ path: "/tmp", name: undefined, area: "tmp" });
-    expect(await resolved(isolated, "/home/user/x")).toEqual({ path: "/home/user/x", name: "x", area: "home" });
+    expect(await resolved(isolated, "/home/user/x")).toEqual({
+      path: "/home/user/x",
+      name: "x",
+      area: "home",
+    });
     expect((await resolved(isolated, "./sub/../sub/./file")).path).toBe("/workspace/sub/file");
   });
 
@@ -58,12 +66,29 @@ describe("resolveEntry", () => {
     expect(await codeOf(resolveEntry(isolated, "escape", { followFinal: true }))).toBe("Validation");
     expect(await codeOf(resolveEntry(isolated, "sub/up/etc", { followFinal: true }))).toBe("Validation");
     // Not following the last component: the link itself is addressed.
-    expect(await resolved(isolated, "escape", false)).toEqual({ path: "/workspace/escape", name: "escape", area: "workspace" });
+    expect(await resolved(isolated, "escape", false)).toEqual({
+      path: "/workspace/escape",
+      name: "escape",
+      area: "workspace",
+    });
   });
 
   it("refuses .. that leaves the sandbox and absolute paths elsewhere", async () => {
-    for (const path of ["..", "../workspace", "/", "/etc/passwd", "/workspace/..", "/tmp/../etc", "/home", "/home/other", "", "a\0b"]) {
-      expect(await codeOf(resolveEntry(isolated, path, { followFinal: true })), JSON.stringify(path)).toBe("Validation");
+    for (const path of [
+      "..",
+      "../workspace",
+      "/",
+      "/etc/passwd",
+      "/workspace/..",
+      "/tmp/../etc",
+      "/home",
+      "/home/other",
+      "",
+      "a\0b",
+    ]) {
+      expect(await codeOf(resolveEntry(isolated, path, { followFinal: true })), JSON.stringify(path)).toBe(
+        "Validation",
+      );
     }
   });
 

@@ -71,12 +71,14 @@ export function areaOf(view: SandboxView, path: string): AreaPath | undefined {
     // Without isolation commands see host paths, so the sandbox's host directories are aliases of its areas.
     for (const area of ["workspace", "tmp", "home"] as const) {
       const host = areaHost(view, area);
-      if (path === host || path.startsWith(`${host}/`)) return { area, rest: components(path.slice(host.length)) };
+      if (path === host || path.startsWith(`${host}/`))
+        return { area, rest: components(path.slice(host.length)) };
     }
   }
   const parts = components(path);
   for (const [area, prefix] of AREA_COMPONENTS) {
-    if (prefix.every((part, index) => parts[index] === part)) return { area, rest: parts.slice(prefix.length) };
+    if (prefix.every((part, index) => parts[index] === part))
+      return { area, rest: parts.slice(prefix.length) };
   }
   return undefined;
 }

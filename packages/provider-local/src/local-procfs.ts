@@ -83,7 +83,9 @@ function isGone(error: unknown): boolean {
 /** A lookup that could not look at every process: never taken for "none found". */
 function lookupFailed(pid: number, error: unknown): Error {
   return Object.assign(
-    new Error(`cannot read /proc/${pid}: ${(error as Error).message} (the lookup of a sandbox's processes must not miss one)`),
+    new Error(
+      `cannot read /proc/${pid}: ${(error as Error).message} (the lookup of a sandbox's processes must not miss one)`,
+    ),
     { code: (error as { code?: string }).code, cause: error },
   );
 }
@@ -135,7 +137,11 @@ async function isForeign(pid: number): Promise<boolean> {
  * a process that cannot be read is an error unless it belongs to another user (which none of this
  * provider's processes do): a failed read is never taken for an untagged process.
  */
-export async function findTaggedProcesses(name: string, value: string, pids?: readonly number[]): Promise<ProcStat[]> {
+export async function findTaggedProcesses(
+  name: string,
+  value: string,
+  pids?: readonly number[],
+): Promise<ProcStat[]> {
   const needle = Buffer.from(`${name}=${value}\0`);
   const candidates = pids ?? (await listPids());
   const found: ProcStat[] = [];
@@ -260,7 +266,11 @@ export function taggedProcesses(tag: { name: string; value: string }): ProcessFi
  * Catchable signals go to the processes except the spared ones, once. Returns how many processes were
  * signalled on the last pass (0 after a kill means the tree is gone).
  */
-export async function signalTree(find: ProcessFinder, signal: string, options: SignalTreeOptions = {}): Promise<number> {
+export async function signalTree(
+  find: ProcessFinder,
+  signal: string,
+  options: SignalTreeOptions = {},
+): Promise<number> {
   const forced = signal === "SIGKILL" || signal === "SIGSTOP" || signal === "SIGCONT";
   const sparedPids = new Set(forced ? [] : (options.spare?.pids ?? []));
   const sparedExes = new Set(forced ? [] : (options.spare?.exes ?? []));

@@ -46,15 +46,15 @@ import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import { assertLocalId, newLocalId } from "./local-ids.js";
 import { type ResolvedIsolation, resolveIsolation } from "./local-isolation.js";
 import { recordedCgroup, sandboxCgroupFor, sandboxResources } from "./local-launch.js";
-import { describeEnforcement, resolveResources } from "./local-limits.js";
 import {
+  destroySandbox,
   isExpired,
-  killAllProcesses,
   pauseSandbox,
   removeSandboxDirectory,
   resumeSandbox,
   stopSandbox,
 } from "./local-lifecycle.js";
+import { describeEnforcement, resolveResources } from "./local-limits.js";
 import { sandboxMetrics } from "./local-metrics.js";
 import { addPortForward, networkSupport, removePortForward } from "./local-network.js";
 import {
@@ -65,8 +65,8 @@ import {
   resolveStateRoot,
   validateLocalOptions,
 } from "./local-options.js";
-import { seccompProgram } from "./local-seccomp.js";
 import { createPty } from "./local-pty.js";
+import { seccompProgram } from "./local-seccomp.js";
 import {
   copyTree,
   createSnapshot,
@@ -245,11 +245,14 @@ export function local(
   /** The host id the sandbox user has, when files the host creates must be handed to it (root hosts). */
   const sandboxOwner = () => {
     const identity = hostIdentity();
-    return !unisolated() && identity.root ? { uid: identity.sandboxUid, gid: identity.sandboxGid } : undefined;
+    return !unisolated() && identity.root
+      ? { uid: identity.sandboxUid, gid: identity.sandboxGid }
+      : undefined;
   };
 
   /** The user-mode network stack of a running sandbox, if it has one now. */
-  const runningStackOf = async (target: CommandTarget) => (unisolated() ? undefined : (await liveHolder(target))?.stack);
+  const runningStackOf = async (target: CommandTarget) =>
+    unisolated() ? undefined : (await liveHolder(target))?.stack;
 
   const requireRunning = (target: CommandTarget, operation: string): void => {
     if (target.record.state !== "running") {
@@ -403,9 +406,8 @@ export function local(
           if ((error as { code?: string }).code === "NotFound") return;
           throw error;
         }
-        await killAllProcesses(target);
         holders.forget(paths.dir);
-        await removeSandboxDirectory(paths, target);
+        await destroySandbox(target);
       }),
 
     doGetInfo: (sandbox, { signal }) =>
@@ -737,7 +739,10 @@ export function local(
               `unexpose ports ${target.record.ports.join(", ")} first: they cannot be reached once egress is blocked`,
             );
           }
-          const updated = await updateRecord(target.paths, target.id, (record) => ({ ...record, egress: policy }));
+          const updated = await updateRecord(target.paths, target.id, (record) => ({
+            ...record,
+            egress: policy,
+          }));
           const resolved = isolation();
           if (resolved.mode === "bwrap") await applyEgress(resolved, { ...target, record: updated });
         }),

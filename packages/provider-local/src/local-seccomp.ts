@@ -277,7 +277,8 @@ export function seccompInstructions(arch: string = process.arch): Instruction[] 
     ret(RET_KILL_PROCESS),
     load(DATA_NR),
   ];
-  if (table.foreignAbiBase !== undefined) program.push(jumpIfAtLeast(table.foreignAbiBase, 0, 1), deny(ENOSYS));
+  if (table.foreignAbiBase !== undefined)
+    program.push(jumpIfAtLeast(table.foreignAbiBase, 0, 1), deny(ENOSYS));
   for (const name of DENIED_SYSCALLS) {
     const nr = numberOf(table, name);
     if (nr === undefined) continue; // the architecture never had it

@@ -56,7 +56,11 @@ export interface LocalSandboxPaths {
 
 /** The paths of sandbox `id` under `root`; the id is validated first, so the result is always inside `root`. */
 export function sandboxPaths(root: string, id: string): LocalSandboxPaths {
-  const dir = join(root, assertLocalId(id));
+  return pathsIn(join(root, assertLocalId(id)));
+}
+
+/** The paths of a sandbox whose directory is `dir` (also one moved aside while it is destroyed). */
+export function pathsIn(dir: string): LocalSandboxPaths {
   return {
     dir,
     workspace: join(dir, "workspace"),

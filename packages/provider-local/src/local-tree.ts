@@ -1,5 +1,19 @@
 import { constants, type Stats } from "node:fs";
-import { chmod, chown, copyFile, lchown, lstat, lutimes, mkdir, readdir, readlink, rmdir, symlink, unlink, utimes } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  copyFile,
+  lchown,
+  lstat,
+  lutimes,
+  mkdir,
+  readdir,
+  readlink,
+  rmdir,
+  symlink,
+  unlink,
+  utimes,
+} from "node:fs/promises";
 import { at, closeQuietly, DIRECTORY_FLAGS, fstatFd, O_PATH, openFd } from "./local-fd-paths.js";
 
 /** Who the copies belong to: kept as created by this process when undefined. */

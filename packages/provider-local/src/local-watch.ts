@@ -26,7 +26,13 @@ interface Entry {
 type Snapshot = Map<string, Entry>;
 
 function entryOfStats(stats: Stats): Entry {
-  const kind = stats.isSymbolicLink() ? "symlink" : stats.isDirectory() ? "dir" : stats.isFile() ? "file" : "other";
+  const kind = stats.isSymbolicLink()
+    ? "symlink"
+    : stats.isDirectory()
+      ? "dir"
+      : stats.isFile()
+        ? "file"
+        : "other";
   return { kind, size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino };
 }
 

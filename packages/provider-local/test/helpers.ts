@@ -145,13 +145,18 @@ export async function bundleChild(
       : ["/bin/sh", ["-c", `ulimit -n ${limits.openFiles} && exec "$@"`, "sh", process.execPath]];
   return (...args: string[]) =>
     new Promise((resolve, reject) => {
-      execFile(file, [...prefix, outfile, ...args], { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-        const line = stdout.trim().split("\n").pop() ?? "";
-        try {
-          resolve(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          reject(new Error(`child failed: ${error?.message ?? ""}\n${stdout}\n${stderr}`));
-        }
-      });
+      execFile(
+        file,
+        [...prefix, outfile, ...args],
+        { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          const line = stdout.trim().split("\n").pop() ?? "";
+          try {
+            resolve(JSON.parse(line) as Record<string, unknown>);
+          } catch {
+            reject(new Error(`child failed: ${error?.message ?? ""}\n${stdout}\n${stderr}`));
+          }
+        },
+      );
     });
 }

@@ -43,7 +43,9 @@ function hostProcessCount(): number {
 }
 
 /** Samples the host's process count and this event loop's worst delay while `work` runs. */
-async function watchHost<T>(work: () => Promise<T>): Promise<{ result: T | unknown; maxProcesses: number; maxLagMs: number }> {
+async function watchHost<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T | unknown; maxProcesses: number; maxLagMs: number }> {
   let maxProcesses = hostProcessCount();
   let maxLagMs = 0;
   let last = Date.now();
@@ -104,10 +106,13 @@ describe("containment (bubblewrap, default limits)", () => {
     const elapsed = Date.now() - started;
     // Ended within its time limit: by the limit (the driver sees the signal fire and rejects once the tree
     // is gone), or earlier, when the bomb ran out of processes and died down.
-    if (SandboxError.isInstance(watched.result)) expect(["Aborted", "Timeout"]).toContain(watched.result.code);
+    if (SandboxError.isInstance(watched.result))
+      expect(["Aborted", "Timeout"]).toContain(watched.result.code);
     expect(elapsed).toBeLessThan(30_000);
     expect(watched.maxProcesses).toBeLessThan(before + limit + 200);
-    console.log(`fork bomb: ${elapsed} ms, host processes ${before} -> at most ${watched.maxProcesses} (limit ${limit}), worst event loop delay ${watched.maxLagMs} ms`);
+    console.log(
+      `fork bomb: ${elapsed} ms, host processes ${before} -> at most ${watched.maxProcesses} (limit ${limit}), worst event loop delay ${watched.maxLagMs} ms`,
+    );
     // This process kept running its event loop (a shared 2-core machine: generous, but not a stall).
     expect(watched.maxLagMs).toBeLessThan(5_000);
     expect((await run(provider, sandbox, "echo alive")).stdout).toBe("alive\n");
@@ -119,10 +124,14 @@ describe("containment (bubblewrap, default limits)", () => {
     expect(limits.memoryMB, "a default memory limit below 4 GB").toBeLessThan(4096);
     const inside = await limitsInside(provider, sandbox);
     if (limits.mechanism.startsWith("cgroup")) {
-      expect(limits.kernel?.memoryBytes, "the memory limit as the kernel has it").toBe(limits.memoryMB * 1024 * 1024);
+      expect(limits.kernel?.memoryBytes, "the memory limit as the kernel has it").toBe(
+        limits.memoryMB * 1024 * 1024,
+      );
       expect(inside.cgroups).toContain(sandbox.id);
     } else {
-      expect(inside.data, "RLIMIT_DATA inside the sandbox").toBeLessThanOrEqual(limits.memoryMB * 1024 * 1024);
+      expect(inside.data, "RLIMIT_DATA inside the sandbox").toBeLessThanOrEqual(
+        limits.memoryMB * 1024 * 1024,
+      );
     }
     const watched = await watchHost(() =>
       provider.doExec(sandbox, {
@@ -152,7 +161,11 @@ describe("containment (bubblewrap, default limits)", () => {
       const [status, size] = result.stdout.trim().split("\n");
       expect(status).not.toBe("status=0");
       expect(Number(size)).toBeLessThanOrEqual(limits.diskMB * 1024 * 1024);
-      const shm = await run(provider, sandbox, "head -c 200000000 /dev/zero > /dev/shm/big; echo status=$?; stat -c %s /dev/shm/big; rm -f /dev/shm/big");
+      const shm = await run(
+        provider,
+        sandbox,
+        "head -c 200000000 /dev/zero > /dev/shm/big; echo status=$?; stat -c %s /dev/shm/big; rm -f /dev/shm/big",
+      );
       expect(shm.stdout.split("\n")[0]).not.toBe("status=0");
     } finally {
       await run(provider, sandbox, "rm -f /workspace/big");
@@ -164,7 +177,9 @@ describe("containment (bubblewrap, default limits)", () => {
     const { cgroupSupport } = await import("../src/local-cgroups.js");
     const support = cgroupSupport();
     if (support.kind === "none") {
-      await expect(provider.doCreate({ resources: { vcpus: 1 } }, call())).rejects.toMatchObject({ code: "Validation" });
+      await expect(provider.doCreate({ resources: { vcpus: 1 } }, call())).rejects.toMatchObject({
+        code: "Validation",
+      });
       return;
     }
     const limited = await provider.doCreate({ resources: { vcpus: 0.5, memoryMB: 256 } }, call());

@@ -29,7 +29,12 @@ async function startHostServer(host: string): Promise<{ server: Server; port: nu
 }
 
 /** A python3 one-off run in the sandbox; argv after the script. */
-function python(provider: AnyLocalProvider, sandbox: DriverSandbox<LocalSandboxHandle>, script: string, ...args: string[]) {
+function python(
+  provider: AnyLocalProvider,
+  sandbox: DriverSandbox<LocalSandboxHandle>,
+  script: string,
+  ...args: string[]
+) {
   return provider.doExec(sandbox, {
     command: { argv: ["python3", "-c", script, ...args] },
     signal: new AbortController().signal,
@@ -52,7 +57,10 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
 
   it("1: host kernel settings are not writable from inside (/proc/sys, core_pattern, sysrq-trigger)", async () => {
     const read = (path: string) => readFileSync(path, "utf8");
-    const before = { domain: read("/proc/sys/kernel/domainname"), core: read("/proc/sys/kernel/core_pattern") };
+    const before = {
+      domain: read("/proc/sys/kernel/domainname"),
+      core: read("/proc/sys/kernel/core_pattern"),
+    };
     try {
       const result = await run(
         provider,
@@ -62,7 +70,7 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
           "printf '|/tmp/sbox-core %p' > /proc/sys/kernel/core_pattern; echo core=$?",
           // "h" only prints the SysRq help to the kernel log, should the write ever get through.
           "printf h > /proc/sysrq-trigger; echo sysrq=$?",
-          "for f in /proc/sys/kernel/*; do [ -w \"$f\" ] && echo writable:$f; done; true",
+          'for f in /proc/sys/kernel/*; do [ -w "$f" ] && echo writable:$f; done; true',
         ].join("; "),
       );
       expect(result.stdout).toMatch(/domain=[1-9]/);
@@ -124,7 +132,9 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
       };
       const leaks: string[] = [];
       for (let i = 0; i < ops; i++) {
-        await attempt(() => provider.doWriteFile!(sandbox, `race/d/f${i}`, new TextEncoder().encode("sandbox"), call()));
+        await attempt(() =>
+          provider.doWriteFile!(sandbox, `race/d/f${i}`, new TextEncoder().encode("sandbox"), call()),
+        );
         await attempt(() => provider.doRemove!(sandbox, `race/d/r${i}`, { ...call(), recursive: false }));
         await attempt(() => provider.doRename!(sandbox, `race/src/m${i}`, `race/d/m${i}`, call()));
         await attempt(() => provider.doMkdir!(sandbox, `race/d/n${i}`, { ...call(), recursive: false }));
@@ -135,8 +145,11 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
         const listed = (await attempt(() => provider.doListFiles!(sandbox, "race/d", call()))) as
           | { name: string }[]
           | undefined;
-        if (listed?.some((entry) => entry.name === "victim-only")) leaks.push(`listed the host directory (${i})`);
-        const stat = (await attempt(() => provider.doStat!(sandbox, "race/d/victim-only", call()))) as unknown;
+        if (listed?.some((entry) => entry.name === "victim-only"))
+          leaks.push(`listed the host directory (${i})`);
+        const stat = (await attempt(() =>
+          provider.doStat!(sandbox, "race/d/victim-only", call()),
+        )) as unknown;
         if (stat) leaks.push(`stat reached the host directory (${i})`);
         if (i % 30 === 0) await attempt(() => provider.doRestoreSnapshot!(sandbox, snapshot, call()));
       }
@@ -291,7 +304,9 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
   });
 
   it("7: the host view is denied by default: no /root, no home directories, no checkout, no shadow, no host process", async () => {
-    const planted = isRoot ? `/root/.sbox-escape-test-${process.pid}` : join(process.env.HOME ?? "/nonexistent", `.sbox-escape-test-${process.pid}`);
+    const planted = isRoot
+      ? `/root/.sbox-escape-test-${process.pid}`
+      : join(process.env.HOME ?? "/nonexistent", `.sbox-escape-test-${process.pid}`);
     writeFileSync(planted, "planted secret");
     const checkout = new URL(import.meta.url).pathname;
     try {
@@ -377,7 +392,8 @@ describe("the host's network is unreachable (bubblewrap, user-mode network)", ()
       "    except OSError: pass",
     ].join("\n");
     const targets: string[] = [];
-    for (const address of await addresses()) for (const { port } of servers) targets.push(`${address}:${port}`);
+    for (const address of await addresses())
+      for (const { port } of servers) targets.push(`${address}:${port}`);
     return text((await python(provider, target, script, ...targets)).stdout);
   };
 
@@ -420,11 +436,22 @@ describe("mounts give the sandbox exactly what was listed", () => {
         { host: "/usr", sandbox: "/data/x" },
       ],
     ]) {
-      expect(codeOf(() => local({ isolation: "bwrap", mounts })), JSON.stringify(mounts)).toBe("Validation");
+      expect(
+        codeOf(() => local({ isolation: "bwrap", mounts })),
+        JSON.stringify(mounts),
+      ).toBe("Validation");
     }
-    const missing = local({ root: `${state.home}/mounts`, isolation: "bwrap", mounts: [{ host: "/nonexistent-sbox", sandbox: "/data" }] });
+    const missing = local({
+      root: `${state.home}/mounts`,
+      isolation: "bwrap",
+      mounts: [{ host: "/nonexistent-sbox", sandbox: "/data" }],
+    });
     await expect(missing.doCreate({}, call())).rejects.toMatchObject({ code: "Validation" });
-    const stateRoot = local({ root: `${state.home}/mounts`, isolation: "bwrap", mounts: [{ host: state.home, sandbox: "/data" }] });
+    const stateRoot = local({
+      root: `${state.home}/mounts`,
+      isolation: "bwrap",
+      mounts: [{ host: state.home, sandbox: "/data" }],
+    });
     await expect(stateRoot.doCreate({}, call())).rejects.toMatchObject({ code: "Validation" });
   });
 
@@ -439,7 +466,8 @@ describe("mounts give the sandbox exactly what was listed", () => {
         const { chownSync } = await import("node:fs");
         const provider0 = local({ root: `${state.home}/mounts`, isolation: "bwrap" });
         const probe = await provider0.doCreate({}, call());
-        const hostUid = ((await provider0.doGetInfo(probe, call())).raw as { user: { hostUid: number } }).user.hostUid;
+        const hostUid = ((await provider0.doGetInfo(probe, call())).raw as { user: { hostUid: number } }).user
+          .hostUid;
         chownSync(join(dir, "rw"), hostUid, hostUid);
         await destroyAll(provider0);
       }

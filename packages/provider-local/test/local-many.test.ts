@@ -37,7 +37,8 @@ function processesWith(needle: string, exact?: string[]): { pid: number; state: 
       const cmdline = readFileSync(`/proc/${name}/cmdline`, "latin1");
       if (exact) {
         if (cmdline === `${exact.join("\0")}\0`) found.push({ pid: Number(name), state });
-      } else if (cmdline.includes(needle) || environ.includes(needle)) found.push({ pid: Number(name), state });
+      } else if (cmdline.includes(needle) || environ.includes(needle))
+        found.push({ pid: Number(name), state });
     } catch {
       // gone
     }

@@ -73,7 +73,12 @@ const PROBE_SCRIPT = [
 ].join("\n");
 
 function parse(output: string): Map<string, string> {
-  return new Map(output.trim().split("\n").map((line) => line.split("\t") as [string, string]));
+  return new Map(
+    output
+      .trim()
+      .split("\n")
+      .map((line) => line.split("\t") as [string, string]),
+  );
 }
 
 describe.runIf(process.arch === "x64")("the syscall filter (bubblewrap)", () => {
@@ -90,7 +95,20 @@ describe.runIf(process.arch === "x64")("the syscall filter (bubblewrap)", () => 
 
   it("covers every call the probes exercise, and the probes cover the filter's list", () => {
     const names = new Set(PROBES.map((probe) => probe.name.split(" ")[0]!));
-    for (const name of ["mount", "umount2", "kexec_load", "bpf", "perf_event_open", "keyctl", "add_key", "open_by_handle_at", "init_module", "ptrace", "setns", "unshare"]) {
+    for (const name of [
+      "mount",
+      "umount2",
+      "kexec_load",
+      "bpf",
+      "perf_event_open",
+      "keyctl",
+      "add_key",
+      "open_by_handle_at",
+      "init_module",
+      "ptrace",
+      "setns",
+      "unshare",
+    ]) {
       expect(names.has(name), name).toBe(true);
       if (name !== "ptrace" && name !== "unshare") expect(DENIED_SYSCALLS).toContain(name);
     }
