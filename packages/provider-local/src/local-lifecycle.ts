@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmod, readdir, rename, rm } from "node:fs/promises";
+import { chmod, readdir, readlink, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { markAllKilled } from "./local-background.js";
 import { canFreeze, freezeSandbox, killSandboxGroup, removeSandboxCgroup } from "./local-cgroups.js";
@@ -59,13 +59,27 @@ export async function stopSandbox(target: CommandTarget): Promise<LocalSandboxRe
   return record;
 }
 
-/** Signals every process of the sandbox with SIGSTOP or SIGCONT; two passes catch one forked meanwhile. */
-async function signalAll(target: CommandTarget, signal: "SIGSTOP" | "SIGCONT"): Promise<void> {
+/**
+ * Signals every process of the sandbox with SIGSTOP or SIGCONT; two passes catch one forked meanwhile. The
+ * launchers (`spare`: bubblewrap's monitors, nsenter) are not stopped: they run no sandbox code, and nsenter
+ * stops itself when the child it waits for stops, which would leave it stopped outside the sandbox, unable
+ * to reap that child. SIGCONT goes to them too, in case one was stopped.
+ */
+async function signalAll(
+  target: CommandTarget,
+  signal: "SIGSTOP" | "SIGCONT",
+  spare: readonly string[],
+): Promise<void> {
   const holder = await liveHolder(target);
   const find: ProcessFinder = holder ? () => pidNamespaceMembers(holder.pidNamespace) : taggedOnHost(target);
+  const spared = new Set(signal === "SIGSTOP" ? spare : []);
   for (let pass = 0; pass < 2; pass++) {
-    for (const proc of await find()) sendSignal(proc.pid, signal);
+    for (const proc of await find()) {
+      if (spared.size > 0 && spared.has(await readlink(`/proc/${proc.pid}/exe`).catch(() => ""))) continue;
+      sendSignal(proc.pid, signal);
+    }
   }
+  if (signal === "SIGCONT" && holder) for (const proc of await taggedOnHost(target)()) sendSignal(proc.pid, signal);
 }
 
 /**
@@ -73,14 +87,17 @@ async function signalAll(target: CommandTarget, signal: "SIGSTOP" | "SIGCONT"): 
  * processes); otherwise SIGSTOP to every member of its PID namespace, twice, so that a process forked while the
  * first pass ran is stopped too (a stopped process cannot fork).
  */
-export async function pauseSandbox(target: CommandTarget): Promise<LocalSandboxRecord> {
+export async function pauseSandbox(
+  target: CommandTarget,
+  spare: readonly string[] = [],
+): Promise<LocalSandboxRecord> {
   if (target.record.state === "stopped") {
     throw localError("InvalidState", `local sandbox ${target.id} is stopped; resume it before pausing`);
   }
   const record = await updateRecord(target.paths, target.id, (r) => ({ ...r, state: "paused" }));
   const cgroup = recordedCgroup(target);
   if (cgroup && canFreeze(cgroup)) await freezeSandbox(cgroup, true);
-  else await signalAll(target, "SIGSTOP");
+  else await signalAll(target, "SIGSTOP", spare);
   return record;
 }
 
@@ -89,7 +106,7 @@ export async function resumeSandbox(target: CommandTarget): Promise<LocalSandbox
   if (target.record.state === "paused") {
     const cgroup = recordedCgroup(target);
     if (cgroup && canFreeze(cgroup)) await freezeSandbox(cgroup, false);
-    else await signalAll(target, "SIGCONT");
+    else await signalAll(target, "SIGCONT", []);
   }
   return updateRecord(target.paths, target.id, (record) => ({ ...record, state: "running" }));
 }

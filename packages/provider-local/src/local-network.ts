@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from "node:child_process";
-import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readlinkSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, openSync } from "node:fs";
 import { createConnection } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { localError } from "./local-errors.js";
 import type { HostIdentity } from "./local-identity.js";
 import { readProcStat } from "./local-procfs.js";
+import { systemDirectoryArgs } from "./local-view.js";
 
 /**
  * The user-mode network stack: slirp4netns. It is chosen over pasta because it attaches to a namespace held
@@ -107,17 +108,7 @@ const READY_TIMEOUT_MS = 10_000;
  * attach (it drops them itself once attached, with `--enable-sandbox`), and no `/run`, so no daemon socket.
  */
 function rootJailArgs(bwrapPath: string, dir: string): string[] {
-  const args = [bwrapPath, "--unshare-pid", "--unshare-ipc", "--unshare-uts"];
-  for (const path of ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"]) {
-    let info: ReturnType<typeof lstatSync>;
-    try {
-      info = lstatSync(path);
-    } catch {
-      continue;
-    }
-    if (info.isSymbolicLink()) args.push("--symlink", readlinkSync(path), path);
-    else args.push("--ro-bind", path, path);
-  }
+  const args = [bwrapPath, "--unshare-pid", "--unshare-ipc", "--unshare-uts", ...systemDirectoryArgs()];
   for (const path of ["/etc/resolv.conf", "/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/hosts"]) {
     if (existsSync(path)) args.push("--ro-bind", path, path);
   }

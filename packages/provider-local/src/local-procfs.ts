@@ -99,6 +99,21 @@ function holdsVariable(environ: Buffer, needle: Buffer): boolean {
 }
 
 let ownCapabilities: bigint | undefined;
+let ownPidNamespace: string | undefined;
+
+/**
+ * Whether `pid` lives in a PID namespace other than this program's: inside a sandbox. Such a process is never
+ * one of the launchers a host-wide scan looks for (they all run in the host's namespace), and is found
+ * through its sandbox's own namespace or cgroup instead.
+ */
+async function insideOtherPidNamespace(pid: number): Promise<boolean> {
+  ownPidNamespace ??= await readlink("/proc/self/ns/pid");
+  try {
+    return (await readlink(`/proc/${pid}/ns/pid`)) !== ownPidNamespace;
+  } catch {
+    return false;
+  }
+}
 
 /** The permitted capabilities and real uid in a `/proc/<pid>/status` text. */
 function identityIn(status: string): { uid: number; capabilities: bigint } {
@@ -154,7 +169,10 @@ export async function findTaggedProcesses(
     } catch (error) {
       if (isGone(error)) return;
       const code = (error as { code?: string }).code;
-      if ((code === "EACCES" || code === "EPERM") && (await isForeign(pid))) return;
+      const unreadable = code === "EACCES" || code === "EPERM";
+      // A process inside a sandbox is counted only by a scan of that sandbox's processes (`pids`).
+      if (unreadable && pids === undefined && (await insideOtherPidNamespace(pid))) return;
+      if (unreadable && (await isForeign(pid))) return;
       throw lookupFailed(pid, error);
     }
     if (!holdsVariable(environ, needle)) return;

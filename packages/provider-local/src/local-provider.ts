@@ -521,7 +521,11 @@ export function local(
         throwIfAborted(signal, "pause");
         const target = await load(sandbox.id);
         if (target.record.state === "paused") return;
-        await pauseSandbox(target);
+        const resolved = isolation();
+        await pauseSandbox(
+          target,
+          resolved.mode === "bwrap" ? [resolved.bwrapPath, resolved.programs.nsenter] : [],
+        );
       }),
     doResume: (sandbox, { signal }) =>
       guardLocal("resume", async () => {

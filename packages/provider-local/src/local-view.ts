@@ -90,8 +90,8 @@ export interface ViewPlan {
   readonly shmBytes: number;
 }
 
-/** The bubblewrap arguments that build a sandbox's filesystem view: deny by default, only what is listed. */
-export function viewArgs(plan: ViewPlan): string[] {
+/** The host's system directories, bound read-only, or recreated as the symlinks they are on the host. */
+export function systemDirectoryArgs(): string[] {
   const args: string[] = [];
   for (const path of SYSTEM_DIRECTORIES) {
     let info: ReturnType<typeof lstatSync> | undefined;
@@ -103,6 +103,12 @@ export function viewArgs(plan: ViewPlan): string[] {
     if (info.isSymbolicLink()) args.push("--symlink", readlinkSync(path), path);
     else if (info.isDirectory()) args.push("--ro-bind", path, path);
   }
+  return args;
+}
+
+/** The bubblewrap arguments that build a sandbox's filesystem view: deny by default, only what is listed. */
+export function viewArgs(plan: ViewPlan): string[] {
+  const args = systemDirectoryArgs();
   args.push("--dir", "/etc");
   for (const entry of ETC_ENTRIES) {
     const path = `/etc/${entry}`;
