@@ -32,7 +32,10 @@ function median(values) {
 function timeSpawn(file, args) {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ["pipe", "pipe", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } });
+    const child = spawn(file, args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+    });
     child.on("error", reject);
     let stderr = "";
     child.stdout.on("data", () => {});
@@ -74,7 +77,9 @@ async function providerChain(sandbox, id, root) {
             dir,
             nsenter: argv.slice(0, bwrapAt),
             bwrap: argv[bwrapAt],
-            userns: argv.some((word) => word.startsWith("--user=")) ? undefined : /--mount=\/proc\/(\d+)\//.exec(argv.join(" "))?.[1],
+            userns: argv.some((word) => word.startsWith("--user="))
+              ? undefined
+              : /--mount=\/proc\/(\d+)\//.exec(argv.join(" "))?.[1],
             record: JSON.parse(readFileSync(join(root, id, "sandbox.json"), "utf8")),
             cgroup: (() => {
               try {
@@ -102,13 +107,30 @@ function bareChain(chain) {
   lines.push(`exec 6<${quote(join(chain.dir, "args"))}`, `exec 7<${quote(join(chain.dir, "seccomp"))}`);
   if (chain.cgroup?.kind === "v1") {
     for (const [controller, dir] of Object.entries(chain.cgroup.dirs)) {
-      lines.push(`echo $$ >${quote(controller === "pids" ? `${dir}/c-bench/cgroup.procs` : `${dir}/cgroup.procs`)}`);
+      lines.push(
+        `echo $$ >${quote(controller === "pids" ? `${dir}/c-bench/cgroup.procs` : `${dir}/cgroup.procs`)}`,
+      );
     }
   } else if (chain.cgroup?.kind === "v2") {
     lines.push(`echo $$ >${quote(`${chain.cgroup.dir}/c-bench/cgroup.procs`)}`);
   }
   lines.push(`ulimit -f ${Math.floor((chain.record.resources?.diskMB ?? 1024) * 2048)}`, 'exec "$@"');
-  return ["/bin/sh", ["-c", lines.join("\n"), "bench", ...chain.nsenter, chain.bwrap, "--args", "6", "--", "/bin/sh", "-c", "true"]];
+  return [
+    "/bin/sh",
+    [
+      "-c",
+      lines.join("\n"),
+      "bench",
+      ...chain.nsenter,
+      chain.bwrap,
+      "--args",
+      "6",
+      "--",
+      "/bin/sh",
+      "-c",
+      "true",
+    ],
+  ];
 }
 
 async function measure(isolation, root) {
@@ -183,7 +205,9 @@ try {
   console.log(
     `                 the namespaces' own cost: nsenter into them + true ${bwrap.nsenter.toFixed(2)} ms against spawn("true") ${bwrap.spawn.toFixed(2)} ms (+${(bwrap.nsenter - bwrap.spawn).toFixed(2)} ms)`,
   );
-  console.log(`(${ROUNDS} rounds each, medians, interleaved; node ${process.version}; uid ${process.getuid?.()})`);
+  console.log(
+    `(${ROUNDS} rounds each, medians, interleaved; node ${process.version}; uid ${process.getuid?.()})`,
+  );
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

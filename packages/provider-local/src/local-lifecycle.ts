@@ -79,7 +79,8 @@ async function signalAll(
       sendSignal(proc.pid, signal);
     }
   }
-  if (signal === "SIGCONT" && holder) for (const proc of await taggedOnHost(target)()) sendSignal(proc.pid, signal);
+  if (signal === "SIGCONT" && holder)
+    for (const proc of await taggedOnHost(target)()) sendSignal(proc.pid, signal);
 }
 
 /**

@@ -135,5 +135,8 @@ export function viewArgs(plan: ViewPlan): string[] {
     }
     args.push(mount.readOnly === false ? "--bind" : "--ro-bind", mount.host, mount.sandbox);
   }
+  // Last: the view's own root (where /etc, /home, /var live) and /run are made read-only. Unprivileged they
+  // belong to the host user, who is also the sandbox user, and are memory: writable, a sandbox could fill them.
+  args.push("--remount-ro", "/run", "--remount-ro", "/");
   return args;
 }

@@ -31,7 +31,8 @@ export function tempStateRoot(label: string): { home: string; cleanup(): void } 
 export function tempOutsideTmp(label: string): { dir: string; cleanup(): void } {
   // Not beside the checkout: a clone that lives under /tmp would put this under /tmp too, which a sandbox
   // sees as its own private /tmp.
-  const parent = "/var/tmp/sbox-local-test";
+  // One per user: a run as another user must not meet a directory it cannot write.
+  const parent = `/var/tmp/sbox-local-test-${process.getuid?.() ?? 0}`;
   mkdirSync(parent, { recursive: true });
   const dir = mkdtempSync(join(parent, `${label}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };

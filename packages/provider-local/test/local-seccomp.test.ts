@@ -21,9 +21,9 @@ const isRoot = process.getuid?.() === 0;
  * x86_64 numbers; the probe is skipped on other architectures.
  */
 const PROBES: { name: string; nr: number; args: number[]; privileged: boolean }[] = [
-  { name: "mount", nr: 165, args: [1, 1, 1, 0, 0], privileged: false },
-  { name: "umount2", nr: 166, args: [1, 0], privileged: false },
-  { name: "pivot_root", nr: 155, args: [1, 1], privileged: false },
+  { name: "mount", nr: 165, args: [1, 1, 1, 0, 0], privileged: true },
+  { name: "umount2", nr: 166, args: [1, 0], privileged: true },
+  { name: "pivot_root", nr: 155, args: [1, 1], privileged: true },
   { name: "kexec_load", nr: 246, args: [0, 0, 0, 0xffff], privileged: true },
   { name: "kexec_file_load", nr: 320, args: [-1, -1, 0, 0, 0xffff], privileged: true },
   { name: "bpf", nr: 321, args: [-1, 0, 0], privileged: false },
