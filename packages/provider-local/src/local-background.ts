@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants, type FSWatcher, open as openFd, watch } from "node:fs";
-import { access, lstat, mkdir, open, writeFile } from "node:fs/promises";
+import { access, lstat, mkdir, open, rmdir, writeFile } from "node:fs/promises";
 import { Socket } from "node:net";
 import type {
   DriverExecRequest,
@@ -117,6 +117,7 @@ class BackgroundProcess implements DriverProcess {
     private readonly files: ProcessFiles,
     private readonly meta: ProcessMeta,
     private readonly find: ProcessFinder,
+    group: string | undefined,
     output: DriverOutputCallbacks,
     private readonly child?: ChildProcess | undefined,
     stdin?: Socket | undefined,
@@ -132,6 +133,8 @@ class BackgroundProcess implements DriverProcess {
     const ended = child ? this.childEnded(child) : this.recordEnded().then(() => undefined);
     this.exited = ended.then(async (wrapperExit) => {
       this.ended = true;
+      // Its cgroup goes once nothing of it is left in there (a detached child keeps it until destroy).
+      if (group !== undefined) void rmdir(group).catch(() => {});
       this.stdin?.destroy();
       this.stdin = undefined;
       await Promise.all([this.out.finish(), this.err.finish()]);
@@ -456,7 +459,7 @@ async function startBackground(
     startedAt: new Date().toISOString(),
   };
   await writeProcessMeta(files, meta);
-  return new BackgroundProcess(context, files, meta, plan.find, request, child, stdin);
+  return new BackgroundProcess(context, files, meta, plan.find, plan.group, request, child, stdin);
 }
 
 /** Re-attaches to a background process by pid: replays its output from the start, then follows it. */
@@ -469,7 +472,7 @@ export async function connectBackground(
   const record = await findProcessRecord(target.paths.procs, pid);
   if (!record) throw localError("NotFound", `no background process ${pid} in local sandbox ${target.id}`);
   const find = await backgroundFinder(context, target, record.meta.token);
-  return new BackgroundProcess(context, record.files, record.meta, find, output);
+  return new BackgroundProcess(context, record.files, record.meta, find, undefined, output);
 }
 
 /** Lists the background processes of a sandbox, oldest first. */

@@ -7,7 +7,7 @@ import {
   rmdirSync,
   writeFileSync,
 } from "node:fs";
-import { readdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { localError } from "./local-errors.js";
 import { sendSignal } from "./local-procfs.js";
@@ -286,7 +286,9 @@ async function procsIn(dir: string): Promise<number[]> {
   try {
     text = await readFile(join(dir, "cgroup.procs"), "utf8");
   } catch (error) {
-    if ((error as { code?: string }).code === "ENOENT") return [];
+    // Removed (ENOENT), or being removed (ENODEV): nothing runs in it.
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT" || code === "ENODEV") return [];
     throw localError("Provider", `cannot read the processes of cgroup ${dir}`, error);
   }
   return text.split("\n").filter(Boolean).map(Number);
@@ -337,9 +339,13 @@ export async function killGroup(dir: string, kind: "v1" | "v2"): Promise<void> {
   }
 }
 
-async function freezeV1(dir: string, state: "FROZEN" | "THAWED"): Promise<void> {
+async function freezeV1(
+  dir: string,
+  state: "FROZEN" | "THAWED",
+  timeoutMs = FREEZE_TIMEOUT_MS,
+): Promise<void> {
   await writeFile(join(dir, "freezer.state"), state);
-  const deadline = Date.now() + FREEZE_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   while ((await readFile(join(dir, "freezer.state"), "utf8")).trim() !== state) {
     if (Date.now() > deadline) throw localError("Provider", `cgroup ${dir} did not reach ${state}`);
     await sleep(5);
@@ -381,28 +387,17 @@ export async function killSandboxGroup(cgroup: SandboxCgroup): Promise<void> {
   }
   const freezer = cgroup.dirs.freezer;
   if (freezer && existsSync(freezer)) {
-    await freezeV1(freezer, "FROZEN");
-    for (const pid of await processesOf(freezer)) sendSignal(pid, "SIGKILL");
+    // Freezing first keeps the group from forking while it is killed. A v1 freezer can stay FREEZING (a task
+    // in an uninterruptible wait): then the group is thawed and killed without it, until it is empty.
+    const frozen = await freezeV1(freezer, "FROZEN", 1_000).then(
+      () => true,
+      () => false,
+    );
+    if (frozen) for (const pid of await processesOf(freezer)) sendSignal(pid, "SIGKILL");
     await freezeV1(freezer, "THAWED");
     await killGroup(freezer, "v1");
   }
   await killGroup(cgroup.dirs.pids!, "v1");
-}
-
-/** Removes the per-command groups that are empty (their commands ended); busy ones stay. */
-export async function removeIdleCommandGroups(cgroup: SandboxCgroup): Promise<void> {
-  const parent = trackingDir(cgroup);
-  let names: string[];
-  try {
-    names = await readdir(parent);
-  } catch {
-    return;
-  }
-  await Promise.all(
-    names
-      .filter((name) => name.startsWith(COMMAND_GROUP_PREFIX))
-      .map((name) => rmdir(join(parent, name)).catch(() => {})),
-  );
 }
 
 /**

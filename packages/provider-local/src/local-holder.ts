@@ -417,12 +417,6 @@ export async function applyEgress(
   });
 }
 
-/** The running holder's network stack, when the sandbox has one now. */
-export async function runningStack(target: CommandTarget): Promise<NetworkRecord | undefined> {
-  const holder = await liveHolder(target);
-  return holder?.stack;
-}
-
 /**
  * What a command of `target` joins: its running holder (started when there is none) and its cgroup. Kept in
  * `cache` between commands, checked there with one read per command.

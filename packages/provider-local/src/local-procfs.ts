@@ -90,6 +90,40 @@ function lookupFailed(pid: number, error: unknown): Error {
   );
 }
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The environment of `pid`, or `undefined` when it is certainly not one of this program's processes (gone,
+ * a zombie, another user's, one with capabilities this program lacks or, for a host-wide scan, one inside
+ * a sandbox's PID namespace). A process of this user is unreadable for a moment while it execs a program (it
+ * is not dumpable until the new program is set up): it is read again a few times before the lookup fails.
+ */
+async function readEnviron(pid: number, hostWide: boolean): Promise<Buffer | undefined> {
+  return readUnlessForeign(pid, () => readFile(`/proc/${pid}/environ`), hostWide);
+}
+
+/** Reads something of `/proc/<pid>` that needs ptrace access to it (see `readEnviron`). */
+async function readUnlessForeign<T>(
+  pid: number,
+  read: () => Promise<T>,
+  hostWide: boolean,
+): Promise<T | undefined> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (isGone(error)) return undefined;
+      const code = (error as { code?: string }).code;
+      if (code !== "EACCES" && code !== "EPERM") throw lookupFailed(pid, error);
+      // A process inside a sandbox is counted only by a scan of that sandbox's processes.
+      if (hostWide && (await insideOtherPidNamespace(pid))) return undefined;
+      if (await isForeign(pid)) return undefined;
+      if (attempt >= 20) throw lookupFailed(pid, error);
+      await sleep(attempt < 5 ? 1 : 10);
+    }
+  }
+}
+
 /** Whether the environment block `environ` holds `needle` as a whole variable. */
 function holdsVariable(environ: Buffer, needle: Buffer): boolean {
   // The needle must start a variable: at offset 0 or right after a NUL.
@@ -163,18 +197,8 @@ export async function findTaggedProcesses(
   const own = process.pid;
   await bounded(candidates, async (pid) => {
     if (pid === own) return;
-    let environ: Buffer;
-    try {
-      environ = await readFile(`/proc/${pid}/environ`);
-    } catch (error) {
-      if (isGone(error)) return;
-      const code = (error as { code?: string }).code;
-      const unreadable = code === "EACCES" || code === "EPERM";
-      // A process inside a sandbox is counted only by a scan of that sandbox's processes (`pids`).
-      if (unreadable && pids === undefined && (await insideOtherPidNamespace(pid))) return;
-      if (unreadable && (await isForeign(pid))) return;
-      throw lookupFailed(pid, error);
-    }
+    const environ = await readEnviron(pid, pids === undefined);
+    if (environ === undefined) return;
     if (!holdsVariable(environ, needle)) return;
     const stat = await readProcStat(pid);
     if (stat && stat.state !== "Z" && stat.state !== "X") found.push(stat);
@@ -192,15 +216,8 @@ export async function pidNamespaceMembers(namespace: string): Promise<ProcStat[]
   const own = process.pid;
   await bounded(await listPids(), async (pid) => {
     if (pid === own) return;
-    let link: string;
-    try {
-      link = await readlink(`/proc/${pid}/ns/pid`);
-    } catch (error) {
-      if (isGone(error)) return;
-      const code = (error as { code?: string }).code;
-      if ((code === "EACCES" || code === "EPERM") && (await isForeign(pid))) return;
-      throw lookupFailed(pid, error);
-    }
+    const link = await readUnlessForeign(pid, () => readlink(`/proc/${pid}/ns/pid`), false);
+    if (link === undefined) return;
     if (link !== namespace) return;
     const stat = await readProcStat(pid);
     if (stat && stat.state !== "Z" && stat.state !== "X") found.push(stat);
@@ -228,8 +245,6 @@ export function sendSignal(pid: number, signal: string | number): boolean {
     return false;
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Who a tree signal must spare. */
 export interface SignalTreeOptions {

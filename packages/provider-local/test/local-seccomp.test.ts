@@ -47,7 +47,7 @@ const PROBES: { name: string; nr: number; args: number[]; privileged: boolean }[
   { name: "io_uring_setup", nr: 425, args: [0, 1], privileged: false },
   { name: "fsopen", nr: 430, args: [1, 0], privileged: true },
   { name: "open_tree", nr: 428, args: [-1, 1, 0], privileged: false },
-  { name: "move_mount", nr: 429, args: [-1, 1, -1, 1, 0], privileged: false },
+  { name: "move_mount", nr: 429, args: [-1, 1, -1, 1, 0], privileged: true },
   { name: "process_vm_readv", nr: 310, args: [-1, 0, 0, 0, 0, 0], privileged: false },
   { name: "process_vm_writev", nr: 311, args: [-1, 0, 0, 0, 0, 0], privileged: false },
   { name: "pidfd_getfd", nr: 438, args: [-1, 0, 0], privileged: false },
