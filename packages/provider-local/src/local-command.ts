@@ -14,7 +14,7 @@ import { localError } from "./local-errors.js";
 import type { HolderRecord } from "./local-holder.js";
 import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
-import { hostPrefix, SYSTEM_PATH, sandboxResources } from "./local-launch.js";
+import { hostPrefix, prefixSteps, SYSTEM_PATH, sandboxResources } from "./local-launch.js";
 import type { LocalResources } from "./local-limits.js";
 import type { LocalMount } from "./local-options.js";
 import {
@@ -321,11 +321,12 @@ export function planLaunch(
     if (!isDirectory) {
       return { cwdProblem: `sbox: cannot change directory to ${input.cwd ?? hostCwd}: No such directory\n` };
     }
-    const argv = commandArgv(settings.shell, input.command, "", input.terminalShell);
-    const prefix = hostPrefix({ cgroupFiles, rlimits: limits });
+    // Without isolation the command's own shell joins the cgroup and sets the limits first: no extra program.
+    const steps = prefixSteps({ cgroupFiles, rlimits: { ...limits, shell: settings.shell } });
+    const argv = commandArgv(settings.shell, input.command, `${steps}\n`, input.terminalShell);
     return {
-      file: "/bin/sh",
-      args: ["-c", prefix, "sbox-launch", ...argv],
+      file: argv[0]!,
+      args: argv.slice(1),
       cwd: hostCwd,
       env,
       launchFiles: [],

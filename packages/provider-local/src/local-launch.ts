@@ -95,6 +95,11 @@ export interface HostPrefix {
  * 125 before any sandbox code ran, which the caller treats as a start that failed.
  */
 export function hostPrefix(prefix: HostPrefix): string {
+  return `${prefixSteps(prefix)}\nexec "$@"`;
+}
+
+/** The steps of `hostPrefix` without its final exec: what a command's own shell can run first. */
+export function prefixSteps(prefix: HostPrefix): string {
   const lines = [`fail() { printf 'sbox: %s\\n' "$1" >&2; exit 125; }`];
   if (prefix.anchor) {
     const { pid, startTime } = prefix.anchor;
@@ -117,6 +122,5 @@ export function hostPrefix(prefix: HostPrefix): string {
       `${rlimitCommands(shell, resources, withMemory, withProcesses !== false)} || fail "cannot set the sandbox's limits"`,
     );
   }
-  lines.push('exec "$@"');
   return lines.join("\n");
 }
