@@ -348,7 +348,10 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
         return response?.status === 200 && (await response.text()) === "hello from the sandbox\n";
       }, 15_000);
       if (answered) proc = candidate;
-      else await candidate.kill();
+      else {
+        await candidate.kill();
+        await provider.doUnexposePort!(sandbox, port, call());
+      }
     }
     expect(proc).toBeDefined();
     expect(await provider.doListPorts!(sandbox, call())).toEqual([{ port, url: `http://127.0.0.1:${port}` }]);

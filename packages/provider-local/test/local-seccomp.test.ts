@@ -54,7 +54,8 @@ const PROBES: { name: string; nr: number; args: number[]; privileged: boolean }[
   { name: "kcmp", nr: 312, args: [-1, -1, 0, 0, 0], privileged: false },
   { name: "ptrace (attach)", nr: 101, args: [16, 0x3fffffff, 0, 0], privileged: false },
   { name: "ptrace (seize)", nr: 101, args: [0x4206, 0x3fffffff, 0, 0], privileged: false },
-  { name: "syslog", nr: 103, args: [-1, 0, 0], privileged: false },
+  // Under kernel.dmesg_restrict every syslog action needs CAP_SYSLOG.
+  { name: "syslog", nr: 103, args: [-1, 0, 0], privileged: true },
   { name: "ioctl TIOCSTI", nr: 16, args: [-1, 0x5412, 0], privileged: false },
   // Last: outside it succeeds, and the probing process is in a user namespace of its own from then on.
   { name: "unshare (a user namespace)", nr: 272, args: [0x10000000], privileged: false },
