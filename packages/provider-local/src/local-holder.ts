@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, readlink, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { shellQuote } from "@sbox/core/spec";
 import type { SandboxCgroup } from "./local-cgroups.js";
 import { holderGroup } from "./local-cgroups.js";
 import type { CommandSettings, CommandTarget, RunningSandbox } from "./local-command.js";
@@ -19,6 +20,7 @@ import {
 import { shmBytes } from "./local-limits.js";
 import {
   addPortForward,
+  aliveFifo,
   HOST_LOOPBACK_GATEWAY,
   type NetworkRecord,
   networkSupport,
@@ -251,10 +253,17 @@ async function startHolder(
   const tag = `holder-${target.id}`;
   // No rlimits here: the process limit of the namespace bubblewrap creates would count all of this user's
   // processes on the host. Each command's launcher sets them (see hostPrefix).
-  const prefix = hostPrefix({
-    cgroupFiles: cgroup ? joinHolder(cgroup) : [],
-    seccomp: identity.root ? undefined : seccompFile(settings.stateRoot),
-  });
+  // The holder keeps a FIFO open (fd 9, inherited by every process of it): the network stack, given the
+  // FIFO's other end, ends by itself once the last of them is gone, however the sandbox ended.
+  const alive = shellQuote(aliveFifo(target.paths.net));
+  const prefix = [
+    `[ -p ${alive} ] || mkfifo -m 600 ${alive} || exit 125`,
+    `exec 9<>${alive} || exit 125`,
+    hostPrefix({
+      cgroupFiles: cgroup ? joinHolder(cgroup) : [],
+      seccomp: identity.root ? undefined : seccompFile(settings.stateRoot),
+    }),
+  ].join("\n");
   const child = spawn("/bin/sh", ["-c", prefix, "sbox-holder", ...bwrap], {
     cwd: "/",
     env: { PATH: SYSTEM_PATH, [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: tag },

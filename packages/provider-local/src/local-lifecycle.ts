@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmod, readdir, readlink, rename, rm } from "node:fs/promises";
+import { chmod, readdir, readFile, readlink, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { markAllKilled } from "./local-background.js";
 import { canFreeze, freezeSandbox, killSandboxGroup, removeSandboxCgroup } from "./local-cgroups.js";
@@ -8,15 +8,23 @@ import { localError } from "./local-errors.js";
 import { liveHolder, stopHolder } from "./local-holder.js";
 import { recordedCgroup } from "./local-launch.js";
 import {
+  isProcessAlive,
   type ProcessFinder,
   type ProcStat,
   pidNamespaceMembers,
+  readProcStat,
   SANDBOX_TAG_VARIABLE,
   sendSignal,
   signalTree,
   taggedProcesses,
 } from "./local-procfs.js";
-import { type LocalSandboxPaths, type LocalSandboxRecord, pathsIn, updateRecord } from "./local-state.js";
+import {
+  type LocalSandboxPaths,
+  type LocalSandboxRecord,
+  pathsIn,
+  readRecord,
+  updateRecord,
+} from "./local-state.js";
 
 /** Host processes carrying the sandbox's tag: its launchers, and without isolation its commands. */
 const taggedOnHost = (target: CommandTarget): ProcessFinder =>
@@ -125,7 +133,7 @@ export function isExpired(record: LocalSandboxRecord, now: number = Date.now()):
  * sandbox can still be found and destroyed again.
  */
 export async function destroySandbox(target: CommandTarget): Promise<void> {
-  const trash = join(dirname(target.paths.dir), `.trash-${randomBytes(8).toString("hex")}`);
+  const trash = join(dirname(target.paths.dir), await trashName());
   try {
     await rename(target.paths.dir, trash);
   } catch (error) {
@@ -146,7 +154,7 @@ export async function destroySandbox(target: CommandTarget): Promise<void> {
 
 /** Removes the directory of a sandbox that never ran anything (a fork that failed half way). */
 export async function removeSandboxDirectory(paths: LocalSandboxPaths): Promise<void> {
-  const trash = join(dirname(paths.dir), `.trash-${randomBytes(8).toString("hex")}`);
+  const trash = join(dirname(paths.dir), await trashName());
   try {
     await rename(paths.dir, trash);
   } catch (error) {
@@ -154,6 +162,52 @@ export async function removeSandboxDirectory(paths: LocalSandboxPaths): Promise<
     throw error;
   }
   await removeTree(trash);
+}
+
+let selfStart: Promise<number | undefined> | undefined;
+
+/**
+ * A name for a directory being destroyed: hidden (not a valid id), and naming the program destroying it
+ * (pid and start time), so that one left behind by a program that died half way can be told from one being
+ * destroyed right now, and finished (see `finishAbandonedDestroys`).
+ */
+async function trashName(): Promise<string> {
+  selfStart ??= readProcStat(process.pid).then((stat) => stat?.startTime);
+  const start = await selfStart;
+  return `.trash-${process.pid}-${start ?? 0}-${randomBytes(6).toString("hex")}`;
+}
+
+const TRASH_NAME = /^\.trash-(\d+)-(\d+)-[0-9a-f]+$/;
+
+/**
+ * Finishes the destruction of sandboxes whose destroying program died after hiding their directory: their
+ * processes would otherwise run on with no record left to find them by. Best effort: what fails is tried
+ * again on the next call.
+ */
+export async function finishAbandonedDestroys(root: string, names: readonly string[]): Promise<void> {
+  for (const name of names) {
+    const match = TRASH_NAME.exec(name);
+    if (!match) continue;
+    if (await isProcessAlive(Number(match[1]), Number(match[2]))) continue;
+    const paths = pathsIn(join(root, name));
+    try {
+      let id: unknown;
+      try {
+        id = (JSON.parse(await readFile(paths.record, "utf8")) as { id?: unknown }).id;
+      } catch {
+        id = undefined;
+      }
+      if (typeof id === "string") {
+        const target: CommandTarget = { id, paths, record: await readRecord(paths, id) };
+        await killAllProcesses(target);
+        const cgroup = recordedCgroup(target);
+        if (cgroup) await removeSandboxCgroup(cgroup);
+      }
+      await removeTree(paths.dir);
+    } catch {
+      // left for the next call
+    }
+  }
 }
 
 /** `rm -rf` that also gets through directories a sandbox made unreadable (mode 000). */

@@ -102,6 +102,11 @@ export interface NetworkStart {
 
 const READY_TIMEOUT_MS = 10_000;
 
+/** The FIFO the sandbox's holder keeps open, in `<sandbox>/net`: see `startNetwork`. */
+export function aliveFifo(netDir: string): string {
+  return join(netDir, "alive");
+}
+
 /**
  * The jail slirp4netns runs in when it must run as root (to open a root-only tun device): nothing of the host
  * but the system directories and `resolv.conf`, its own PID namespace, only the capabilities it needs to
@@ -162,18 +167,27 @@ export async function startNetwork(start: NetworkStart): Promise<NetworkRecord> 
   ];
   const netnsFd = openSync(`/proc/${start.anchor}/ns/net`, "r");
   const usernsFd = start.identity.root ? undefined : openSync(`/proc/${start.anchor}/ns/user`, "r");
+  // The reading end of the holder's FIFO: it hangs up when the last holder process is gone.
+  let exitFd: number | undefined;
+  try {
+    exitFd = openSync(aliveFifo(start.dir), constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    exitFd = undefined; // a holder started by an earlier version: stopped explicitly only
+  }
+  const exit = exitFd === undefined ? [] : ["--exit-fd=7"];
   let argv: string[];
   if (start.identity.root) {
     argv = [
       ...rootJailArgs(start.bwrapPath, start.dir),
       start.support.slirp,
+      ...exit,
       ...slirpArgs("/proc/self/fd/3", undefined, "/net/api.sock"),
     ];
   } else {
-    argv = [start.support.slirp, ...slirpArgs("/proc/self/fd/3", "/proc/self/fd/6", api)];
+    argv = [start.support.slirp, ...exit, ...slirpArgs("/proc/self/fd/3", "/proc/self/fd/6", api)];
   }
   const child = spawn(argv[0]!, argv.slice(1), {
-    stdio: ["ignore", log, log, netnsFd, "pipe", "pipe", usernsFd ?? "ignore"],
+    stdio: ["ignore", log, log, netnsFd, "pipe", "pipe", usernsFd ?? "ignore", exitFd ?? "ignore"],
     detached: true,
     env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", ...start.tags },
     cwd: "/",
@@ -182,6 +196,7 @@ export async function startNetwork(start: NetworkStart): Promise<NetworkRecord> 
   closeSync(log);
   closeSync(netnsFd);
   if (usernsFd !== undefined) closeSync(usernsFd);
+  if (exitFd !== undefined) closeSync(exitFd);
   const pipes = child.stdio as unknown as (NodeJS.ReadableStream | null)[];
   const ready = readPipe(pipes[4] ?? null, (text) => text.includes("1"));
   const info = start.identity.root

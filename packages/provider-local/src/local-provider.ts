@@ -48,6 +48,7 @@ import { type ResolvedIsolation, resolveIsolation } from "./local-isolation.js";
 import { recordedCgroup, sandboxCgroupFor, sandboxResources } from "./local-launch.js";
 import {
   destroySandbox,
+  finishAbandonedDestroys,
   isExpired,
   pauseSandbox,
   removeSandboxDirectory,
@@ -366,6 +367,11 @@ export function local(
         }
         const egress: LocalEgress = egressPolicy;
         isolation();
+        // Once per provider: what a program that died while destroying left behind is finished.
+        sweptRoot ??= readdir(root)
+          .then((names) => finishAbandonedDestroys(root, names))
+          .catch(() => {});
+        await sweptRoot;
         requireEgress(egress, "create");
         checkMounts();
         const record = newRecord("pending", spec, egress, []);
@@ -676,6 +682,8 @@ export function local(
     },
   };
 
+  let sweptRoot: Promise<void> | undefined;
+
   async function* listSandboxes(filter: ListFilter, signal: AbortSignal): AsyncGenerator<DriverSandboxInfo> {
     let names: string[];
     try {
@@ -684,6 +692,7 @@ export function local(
       if ((error as { code?: string }).code === "ENOENT") return;
       throw localError("Provider", `cannot read the state root ${root}`, error);
     }
+    await finishAbandonedDestroys(root, names);
     const states =
       filter.state === undefined ? undefined : Array.isArray(filter.state) ? filter.state : [filter.state];
     for (const name of names.sort()) {

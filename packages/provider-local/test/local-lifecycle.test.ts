@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { type DriverSandbox, SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalSandboxHandle, local } from "../src/index.js";
@@ -194,6 +194,23 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     expect(await ids({ metadata: { group: "nothing" } })).toEqual([]);
     await provider.doDestroy(a, call());
     await provider.doDestroy(b, call());
+  });
+
+  it("finishes a destroy whose program died after hiding the directory: none of its processes is left", async () => {
+    const sandbox = await provider.doCreate({}, call());
+    const seconds = marker();
+    await run(provider, sandbox, `sleep ${seconds} >/dev/null 2>&1 &`);
+    expect(await eventually(async () => (await processesWithMarker(`sleep\0${seconds}`)).length > 0)).toBe(
+      true,
+    );
+    // What destroy does first, by a program that then died (this pid with another start time is not this one).
+    const hidden = `${root()}/.trash-${process.pid}-1-0abc`;
+    renameSync(`${root()}/${sandbox.id}`, hidden);
+    const listed: string[] = [];
+    for await (const info of provider.doList!({}, call())) listed.push(info.id);
+    expect(listed).not.toContain(sandbox.id);
+    expect(await processesWithMarker(`sleep\0${seconds}`)).toEqual([]);
+    expect(existsSync(hidden)).toBe(false);
   });
 
   it("stop keeps files and refuses commands until resume", async () => {
@@ -439,6 +456,29 @@ describe("egress control (bubblewrap)", () => {
     const result = await run(provider, blocked, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '");
     expect(result.stdout).toBe("lo\n");
     await provider.doDestroy(blocked, call());
+  });
+
+  it("the network stack ends by itself once the sandbox's processes are gone, however they ended", async (context) => {
+    if (!userMode) context.skip(); // the host's own network: no stack of its own
+    const target = await provider.doCreate({}, call());
+    await run(provider, target, "true");
+    const holderFile = `${state.home}/egress/${target.id}/holder.json`;
+    const holder = JSON.parse(readFileSync(holderFile, "utf8")) as {
+      init: { pid: number };
+      stack: { pid: number };
+    };
+    expect(existsSync(`/proc/${holder.stack.pid}`)).toBe(true);
+    // Not through the provider: as if the machine's OOM killer or an administrator ended the namespaces.
+    process.kill(holder.init.pid, "SIGKILL");
+    const gone = () => {
+      try {
+        return /\) [ZX] /.test(readFileSync(`/proc/${holder.stack.pid}/stat`, "utf8"));
+      } catch {
+        return true;
+      }
+    };
+    expect(await eventually(gone, 10_000)).toBe(true);
+    await provider.doDestroy(target, call());
   });
 
   it("refuses allow-lists rather than pretending", async () => {
