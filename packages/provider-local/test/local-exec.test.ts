@@ -324,19 +324,16 @@ describe("bubblewrap isolation", () => {
     ).toBe("hidden\n");
   });
 
-  it.runIf(process.getuid?.() === 0)(
-    "as root, every command of a sandbox shares one PID namespace: a detached process outlives its command",
-    async () => {
-      const started = await run(
-        provider,
-        sandbox,
-        "setsid sh -c 'sleep 300' >/dev/null 2>&1 < /dev/null & echo $!",
-      );
-      const pid = started.stdout.trim();
-      const seen = await run(provider, sandbox, `kill -0 ${pid} && echo alive; kill ${pid}; echo killed`);
-      expect(seen.stdout).toBe("alive\nkilled\n");
-    },
-  );
+  it("every command of a sandbox shares one PID namespace: a detached process outlives its command", async () => {
+    const started = await run(
+      provider,
+      sandbox,
+      "setsid sh -c 'sleep 300' >/dev/null 2>&1 < /dev/null & echo $!",
+    );
+    const pid = started.stdout.trim();
+    const seen = await run(provider, sandbox, `kill -0 ${pid} && echo alive; kill ${pid}; echo killed`);
+    expect(seen.stdout).toBe("alive\nkilled\n");
+  });
 
   it.runIf(process.getuid?.() === 0)("cannot connect to daemon sockets under /run", async () => {
     const { createServer } = await import("node:net");
