@@ -1,0 +1,2 @@
+/** `@sbox/emulators/fly`: an offline Fly Machines API. */
+export {};
