@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the image the E2B emulator's docker backend runs sandboxes from, laid out as E2B's base template:
-# Debian bookworm with bash, python3, sudo, git, curl and procps, a user `user` (uid 1000) whose home is
+# Debian bookworm with bash, python3 (also as `python`), sudo, git, curl and procps, a user `user` (uid 1000) whose home is
 # /home/user, with password-less sudo, and /home/user as the working directory. Offline: a minbase
 # debootstrap from the configured Debian mirror, imported with `docker import` (no registry needed).
 # Idempotent and cached: does nothing when the tag already has this version (pass --force to rebuild). ~60 s.
@@ -19,7 +19,7 @@ suite="${SBOX_DEBIAN_SUITE:-bookworm}"
 say() { printf 'build-e2b-base-image: %s\n' "$*" >&2; }
 
 # Bumped whenever the image content changes, so a cached older build is replaced.
-version=1
+version=2
 if [ "$force" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "sbox.image-version"}}' "$tag" 2>/dev/null)" = "$version" ]; then
   say "$tag (version $version) exists, nothing to do (--force rebuilds)"
   exit 0
@@ -35,7 +35,7 @@ previous="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
 root="$(mktemp -d)"
 trap 'rm -rf "$root" "$root.debootstrap.log"' EXIT
 say "debootstrap $suite from $mirror (about 60 s)"
-debootstrap --variant=minbase --include=bash,python3,sudo,git,curl,ca-certificates,procps,ncurses-bin \
+debootstrap --variant=minbase --include=bash,python3,python-is-python3,sudo,git,curl,ca-certificates,procps,ncurses-bin \
   "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 || {
   say "debootstrap failed; last lines:"
   tail -n 20 "$root.debootstrap.log" >&2

@@ -92,7 +92,16 @@ function page<T>(
 
 /** Names a control-plane request's route (`POST /v2/sandboxes/{id}/connect`). */
 export function controlPlaneRoute(method: string, path: string): { route: string; id: string | undefined } {
-  const parts = path.split("/").filter(Boolean);
+  const parts = path
+    .split("/")
+    .filter(Boolean)
+    .map((part) => {
+      try {
+        return decodeURIComponent(part);
+      } catch {
+        return part;
+      }
+    });
   const versioned = parts[0] === "v2" || parts[0] === "v3";
   const rest = versioned ? parts.slice(1) : parts;
   const prefix = versioned ? `/${parts[0]}` : "";
@@ -325,7 +334,7 @@ export async function serveControlPlane(
       return sendJsonResponse(res, 200, state.describeTemplate(template));
     }
     case "GET /templates/aliases/{alias}": {
-      const template = state.templates.resolve(decodeURIComponent(id!));
+      const template = state.templates.resolve(id!);
       if (!template) return error(res, 404, `template alias '${id}' not found`);
       return sendJsonResponse(res, 200, { templateID: template.templateID, public: false });
     }

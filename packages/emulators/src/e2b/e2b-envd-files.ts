@@ -180,7 +180,8 @@ export async function serveFiles(
       const seen = new Set<string>();
       for (const [name, value] of form.entries()) {
         if (name !== "file") continue;
-        const file = value as File;
+        // A part without a file name arrives as a string; envd takes any part named "file".
+        const file = typeof value === "string" ? new File([value], "") : (value as File);
         const requested = url.searchParams.has("path") ? params.path : file.name;
         const path = expandAndResolve(requested ?? "", user);
         if (seen.has(path)) {

@@ -23,6 +23,11 @@ export interface EnvdProcessHost {
   readonly envVars: Readonly<Record<string, string>>;
   /** Registers a stream to cut when the sandbox dies. */
   track(stream: ServerStream): void;
+  /**
+   * Resolves true once the sandbox runs (at once when it does), false when it is killed or cold-booted: a
+   * process whose output following broke while the sandbox was frozen is re-attached then.
+   */
+  whenRunning(): Promise<boolean>;
 }
 
 type Subscriber = (event: ConnectMessage) => Promise<void>;
@@ -229,20 +234,56 @@ export class EnvdProcessService {
     });
   }
 
-  private wireOutput(proc: EnvdProcess, spawned: SandboxProcess): void {
-    const out = pump(spawned.stdout, (chunk) => proc.deliver({ data: { stdout: base64(chunk) } }));
-    const err = pump(spawned.stderr, (chunk) => proc.deliver({ data: { stderr: base64(chunk) } }));
-    void spawned.wait().then(
-      async (exit) => {
-        const drained = Promise.all([out, err]);
-        await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS))]);
-        proc.finish(endEventOf(exit.exitCode, exit.signal));
-      },
-      (error: unknown) => {
-        const text = error instanceof Error ? error.message : String(error);
-        proc.finish({ exitCode: -1, exited: false, status: "unknown", error: text });
-      },
-    );
+  /**
+   * Forwards a background process's output to its subscribers until it ends. Following can break while
+   * the backend sandbox is frozen (a pause with memory: the backend's exec is refused meanwhile); the
+   * process itself lives on, so once the sandbox runs again it is re-attached and the output it replays
+   * is skipped up to what was already delivered.
+   */
+  private wireOutput(proc: EnvdProcess, first: SandboxProcess): void {
+    const sent = { stdout: 0, stderr: 0 };
+    const forward = (stream: AsyncIterable<string>, kind: "stdout" | "stderr", skip: number) => {
+      let skipped = 0;
+      return pump(stream, async (chunk) => {
+        let text = chunk;
+        if (skipped < skip) {
+          const drop = Math.min(skip - skipped, text.length);
+          skipped += drop;
+          text = text.slice(drop);
+          if (text === "") return;
+        }
+        sent[kind] += text.length;
+        await proc.deliver({ data: { [kind]: base64(text) } });
+      });
+    };
+    const follow = async (spawned: SandboxProcess, skip: { stdout: number; stderr: number }) => {
+      const out = forward(spawned.stdout, "stdout", skip.stdout);
+      const err = forward(spawned.stderr, "stderr", skip.stderr);
+      const exit = await spawned.wait();
+      await Promise.race([Promise.all([out, err]), new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS))]);
+      return exit;
+    };
+    void (async () => {
+      let spawned = first;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const exit = await follow(spawned, attempt === 0 ? { stdout: 0, stderr: 0 } : { ...sent });
+          proc.finish(endEventOf(exit.exitCode, exit.signal));
+          return;
+        } catch (error) {
+          const again = attempt < 5 && !proc.outputCancelled && (await this.host.whenRunning());
+          const reattached = again
+            ? await this.host.machine.sandbox.commands.connect(proc.pid).catch(() => undefined)
+            : undefined;
+          if (!reattached) {
+            const text = error instanceof Error ? error.message : String(error);
+            proc.finish({ exitCode: -1, exited: false, status: "unknown", error: text });
+            return;
+          }
+          spawned = reattached;
+        }
+      }
+    })();
   }
 
   /** Subscribes a stream to a process until its end event is sent or the client leaves. */

@@ -212,7 +212,11 @@ export class E2BMachine {
   async helperStream(
     op: string,
     args: unknown,
-    options: { onLine(line: string): void; signal: AbortSignal },
+    options: {
+      onLine(line: string): void;
+      signal: AbortSignal;
+      stdin?: ReadableStream<Uint8Array> | undefined;
+    },
   ): Promise<{ ok: unknown; done: Promise<void> }> {
     let buffer = "";
     let header: ((value: { ok?: unknown; err?: HelperError }) => void) | undefined;
@@ -245,6 +249,7 @@ export class E2BMachine {
       signal: options.signal,
       collectOutput: false,
       onStdout: take,
+      ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
     });
     const done = (async () => {
       const result = await run;

@@ -90,6 +90,8 @@ export class E2BSandbox {
   readonly filesystem: EnvdFilesystemService;
   readonly metrics: E2BMetricSample[] = [];
   private readonly streams = new Set<ServerStream>();
+  /** Waiting for the sandbox to run again: true when it does, false when it is killed or cold-booted. */
+  private runningWaiters: ((running: boolean) => void)[] = [];
   private timer: EmulatorTimer | undefined;
   private transition: Promise<void> = Promise.resolve();
   private readonly clock: EmulatorClock;
@@ -122,6 +124,7 @@ export class E2BSandbox {
         this.streams.add(stream);
         stream.onClose(() => this.streams.delete(stream));
       },
+      whenRunning: () => this.whenRunning(),
     };
     this.processes = new EnvdProcessService(host);
     this.filesystem = new EnvdFilesystemService(host);
@@ -164,6 +167,18 @@ export class E2BSandbox {
     this.onExpire(this);
   }
 
+  /** Resolves true when the sandbox runs (now or after a resume), false when it is killed or cold-booted. */
+  whenRunning(): Promise<boolean> {
+    if (this.killed) return Promise.resolve(false);
+    if (this.state === "running") return Promise.resolve(true);
+    if (this.pausedWith === "filesystem") return Promise.resolve(false);
+    return new Promise((resolve) => this.runningWaiters.push(resolve));
+  }
+
+  private notifyRunning(running: boolean): void {
+    for (const waiter of this.runningWaiters.splice(0)) waiter(running);
+  }
+
   /** Cuts every open envd stream. */
   dropStreams(): void {
     for (const stream of [...this.streams]) stream.drop();
@@ -190,6 +205,7 @@ export class E2BSandbox {
       }
       if (!withMemory) {
         this.processes.forgetAll();
+        this.notifyRunning(false);
         await this.backend.stop();
       }
       this.pausedWith = withMemory ? "memory" : "filesystem";
@@ -203,6 +219,7 @@ export class E2BSandbox {
       if (this.killed || this.state !== "paused") return;
       if (coldBoot && this.pausedWith === "memory") {
         this.processes.forgetAll();
+        this.notifyRunning(false);
         await this.backend.stop().catch(() => undefined);
         this.pausedWith = "filesystem";
       }
@@ -210,12 +227,14 @@ export class E2BSandbox {
       this.state = "running";
       this.pausedWith = undefined;
       this.setTimeout(timeoutMs);
+      this.notifyRunning(true);
     });
   }
 
   /** Ends the sandbox's envd side; the caller destroys the backend sandbox. */
   markKilled(): void {
     this.killed = true;
+    this.notifyRunning(false);
     this.timer?.cancel();
     this.dropStreams();
     this.filesystem.closeAll();
