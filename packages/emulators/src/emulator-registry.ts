@@ -42,4 +42,12 @@ export const EMULATORS: Readonly<Record<string, EmulatorVendor>> = {
       return startE2BEmulator(options);
     },
   },
+  fly: {
+    description: "Fly Machines: the Machines API, leases, exec, /wait and a Fly Proxy stand-in",
+    client: "fly-go, flyctl's Machines calls and @sbox/provider-fly",
+    async start(options) {
+      const { startFlyEmulator } = await import("./fly/fly-emulator.js");
+      return startFlyEmulator(options);
+    },
+  },
 };

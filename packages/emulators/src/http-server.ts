@@ -12,7 +12,7 @@ import {
   type IncomingHttpHeaders,
   type IncomingMessage,
   type Server,
-  type ServerResponse,
+  ServerResponse,
 } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -43,6 +43,12 @@ export type FaultRule = {
   readonly match: string | RegExp | ((request: RequestSummary) => boolean);
   /** How many matching requests get the fault (default: every one until cleared). */
   readonly times?: number | undefined;
+  /**
+   * `"before"` (default): the emulator does nothing, as a rate limiter or a failing gateway would.
+   * `"after"`: the request is carried out, then its answer is lost and the fault answers instead (for
+   * `drop`, `error` and `respond`; a stall always comes first).
+   */
+  readonly phase?: "before" | "after" | undefined;
 } & (
   | {
       /** Hold the request: never answer (until the client gives up or the server closes), or answer after `ms`. */
@@ -58,6 +64,8 @@ export type FaultRule = {
       readonly kind: "error";
       readonly status?: number | undefined;
       readonly message?: string | undefined;
+      /** Extra headers (`Retry-After`...). */
+      readonly headers?: Readonly<Record<string, string>> | undefined;
     }
   | {
       /** Answer with whatever the function returns (it sees the request, headers included). */
@@ -221,12 +229,25 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
       headers: req.headers,
     };
     const fault = faults.take(summary);
-    if (fault) {
-      entry.fault = fault.kind;
-      if (fault.kind === "drop") {
+    const answerFault = (rule: FaultRule) => {
+      if (rule.kind === "drop") {
         req.socket.destroy();
         return;
       }
+      if (rule.kind === "error") {
+        const status = rule.status ?? 500;
+        sendJson(res, status, options.errorBody(status, rule.message ?? `injected failure ${status}`), {
+          ...(rule.headers ?? {}),
+        });
+        return;
+      }
+      if (rule.kind === "respond") {
+        const answer = rule.respond(summary);
+        sendJson(res, answer.status, answer.body ?? "", { ...(answer.headers ?? {}) });
+      }
+    };
+    if (fault) {
+      entry.fault = fault.kind;
       if (fault.kind === "stall") {
         stalled.add(res);
         res.on("close", () => stalled.delete(res));
@@ -236,25 +257,25 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
         }
         setTimeout(() => {
           stalled.delete(res);
-          if (!res.destroyed) void run();
+          if (!res.destroyed) void run(res);
         }, fault.ms).unref();
         return;
       }
-      req.resume();
-      if (fault.kind === "error") {
-        const status = fault.status ?? 500;
-        sendJson(res, status, options.errorBody(status, fault.message ?? `injected failure ${status}`));
+      if (fault.phase === "after") {
+        // The work is done against a response nobody receives; then the fault answers.
+        const shadow = new ServerResponse(req);
+        void run(shadow).then(() => answerFault(fault));
         return;
       }
-      const answer = fault.respond(summary);
-      sendJson(res, answer.status, answer.body ?? "", { ...(answer.headers ?? {}) });
+      req.resume();
+      answerFault(fault);
       return;
     }
-    void run();
+    void run(res);
 
-    async function run(): Promise<void> {
+    async function run(target: ServerResponse): Promise<void> {
       try {
-        await options.handler(req, res, {
+        await options.handler(req, target, {
           url,
           setRoute(route) {
             entry.route = route;
@@ -263,7 +284,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
       } catch (error) {
         req.resume();
         const message = error instanceof Error ? error.message : String(error);
-        sendJson(res, 500, options.errorBody(500, `${options.name}: ${message}`));
+        sendJson(target, 500, options.errorBody(500, `${options.name}: ${message}`));
       }
     }
   });

@@ -3,6 +3,7 @@ import { type FlyFailureContext, flyHttpError, flyNetworkError } from "./fly-err
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 import { type ResolvedFlyOptions, requireCredentials } from "./fly-options.js";
 import { abortError, retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
+import { authorizationHeader, tokenSecrets } from "./fly-token.js";
 
 /**
  * Which failures a call may be repeated after:
@@ -20,6 +21,8 @@ export interface FlyCall {
   readonly query?: readonly (readonly [string, string])[] | undefined;
   /** JSON body. */
   readonly body?: unknown;
+  /** Extra headers (the lease nonce). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
   readonly signal: AbortSignal;
   /** What is being done, for error messages: `"exec on machine 3d8d413b29d089"`. */
   readonly operation: string;
@@ -54,7 +57,11 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
   ): Promise<{ value: unknown } | { error: SandboxError; retryAfter: string | null }> => {
     const url = new URL(`${options.apiBaseUrl}/v1/apps/${encodeURIComponent(appName)}/machines${call.path}`);
     for (const [key, value] of call.query ?? []) url.searchParams.append(key, value);
-    const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: "application/json" };
+    const headers: Record<string, string> = {
+      ...(call.headers ?? {}),
+      Authorization: authorizationHeader(token),
+      Accept: "application/json",
+    };
     const init: RequestInit = { method: call.method, headers, signal: call.signal };
     if (call.body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -91,7 +98,7 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
     app,
     async request<T>(call: FlyCall): Promise<T> {
       const { token, app: appName } = requireCredentials(options);
-      const context: FlyFailureContext = { operation: call.operation, app: appName, secrets: [token] };
+      const context: FlyFailureContext = { operation: call.operation, app: appName, secrets: tokenSecrets(token) };
       for (let attempt = 0; ; attempt++) {
         if (call.signal.aborted) throw abortError(call.signal, call.operation);
         const outcome = await once(call, token, appName, context);

@@ -3,6 +3,13 @@ import { FLY_PROVIDER_NAME } from "./fly-names.js";
 
 /** The public Machines API endpoint. */
 export const DEFAULT_FLY_API_BASE_URL = "https://api.machines.dev";
+/**
+ * The longest one exec call may run, in seconds: Fly's Machines API answers 408 past about 30 seconds
+ * whatever `timeout` asks for. Commands that run longer go through the core's detached-command
+ * emulation, whose execs are short.
+ */
+export const FLY_EXEC_LIMIT_SECONDS = 30;
+
 /** The image machines are created from unless the spec's `template` or the `image` option names another. */
 export const DEFAULT_FLY_IMAGE = "registry-1.docker.io/library/alpine:3.20";
 
@@ -44,7 +51,7 @@ export interface FlyProviderOptions {
   startTimeoutMs?: number | undefined;
   /** How long `stop()` and `pause()` wait for `stopped` / `suspended` (default 60 000 ms). */
   stopTimeoutMs?: number | undefined;
-  /** Time limit Fly applies to one exec call, in seconds (default 300). */
+  /** Time limit sent with one exec call, in seconds (default and most {@link FLY_EXEC_LIMIT_SECONDS}, Fly's own limit). */
   execTimeoutSeconds?: number | undefined;
   /** Retries of 429, 5xx and network failures (see the README for which calls are retried). */
   retry?: FlyRetryOptions | undefined;
@@ -127,7 +134,9 @@ export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFly
     fetch: fetchImpl,
     startTimeoutMs: positive("startTimeoutMs", options.startTimeoutMs, 120_000),
     stopTimeoutMs: positive("stopTimeoutMs", options.stopTimeoutMs, 60_000),
-    execTimeoutSeconds: Math.ceil(positive("execTimeoutSeconds", options.execTimeoutSeconds, 300)),
+    execTimeoutSeconds: Math.ceil(
+      positive("execTimeoutSeconds", options.execTimeoutSeconds, FLY_EXEC_LIMIT_SECONDS),
+    ),
     retry: {
       retries: nonNegativeInteger("retry.retries", retry.retries, 4),
       baseDelayMs: positive("retry.baseDelayMs", retry.baseDelayMs, 250),
@@ -137,6 +146,11 @@ export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFly
       options.previewUrl ?? (({ app, port }) => `https://${app}.fly.dev${port === 443 ? "" : `:${port}`}`),
     cpuKind: options.cpuKind ?? "shared",
   };
+  if (resolved.execTimeoutSeconds > FLY_EXEC_LIMIT_SECONDS) {
+    throw invalid(
+      `fly(): execTimeoutSeconds must be at most ${FLY_EXEC_LIMIT_SECONDS} (Fly's exec answers 408 past that whatever it is asked); longer commands run detached through the core's emulation anyway`,
+    );
+  }
   if (resolved.appName !== undefined && !/^[a-z0-9][a-z0-9-]*$/.test(resolved.appName)) {
     throw invalid(
       `fly(): appName must be a Fly app name (lowercase letters, digits, dashes), got ${JSON.stringify(resolved.appName)}`,

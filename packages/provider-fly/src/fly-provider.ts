@@ -6,6 +6,7 @@ import { type FlyMachineHandle, flyLifecycle } from "./fly-lifecycle.js";
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 import { type FlyProviderOptions, resolveFlyOptions } from "./fly-options.js";
 import { flyPorts } from "./fly-ports.js";
+import { tokenSecrets } from "./fly-token.js";
 
 /** Spec fields a Fly machine honours at create. */
 const FLY_HONOURS: readonly SpecField[] = [
@@ -39,7 +40,7 @@ export function fly(
   const http = createFlyHttp(resolved);
   const lifecycle = flyLifecycle(http, resolved);
   const ports = flyPorts(http, resolved);
-  const secrets = [resolved.apiToken];
+  const secrets = tokenSecrets(resolved.apiToken ?? "");
 
   /** Every error leaving the driver is a SandboxError without the token in it. */
   const guard = async <T>(operation: string, run: () => Promise<T>): Promise<T> => {

@@ -255,34 +255,6 @@ def op_unpack(a):
         for member in tar:
             tar.extract(member, "/", numeric_owner=True)
     out({"ok": {}})
-def op_relay(a):
-    # One HTTP exchange with a server inside the sandbox: the request comes on stdin, the raw answer goes
-    # to stdout as base64 lines (E2B's proxy reaches sandbox ports from inside the sandbox's network too).
-    import socket, threading
-    sock = None
-    for host in ("127.0.0.1", "::1"):
-        try:
-            sock = socket.create_connection((host, a["port"]), timeout=10)
-            break
-        except OSError:
-            sock = None
-    if sock is None: fail("port_closed", "nothing listens on port %d" % a["port"])
-    sock.settimeout(None)
-    out({"ok": "connected"})
-    def pump():
-        try:
-            while True:
-                chunk = sys.stdin.buffer.read1(65536)
-                if not chunk: break
-                sock.sendall(chunk)
-        except OSError:
-            pass
-    threading.Thread(target=pump, daemon=True).start()
-    while True:
-        try: data = sock.recv(49152)
-        except OSError: break
-        if not data: break
-        sys.stdout.write(base64.b64encode(data).decode("ascii") + "\n"); sys.stdout.flush()
 IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF = 0x2, 0x4, 0x40, 0x80, 0x100, 0x200, 0x400, 0x800
 IN_ISDIR, IN_IGNORED, IN_Q_OVERFLOW = 0x40000000, 0x8000, 0x4000
 def op_watch(a):
@@ -338,7 +310,7 @@ def op_watch(a):
         sys.stdout.flush()
 OPS = {"stat": op_stat, "list": op_list, "mkdir": op_mkdir, "move": op_move, "remove": op_remove,
        "write": op_write, "read": op_read, "users": op_users, "sysinfo": op_sysinfo, "watch": op_watch,
-       "pack": op_pack, "unpack": op_unpack, "relay": op_relay}
+       "pack": op_pack, "unpack": op_unpack}
 try:
     OPS[sys.argv[1]](json.loads(sys.argv[2]))
 except KeyboardInterrupt:

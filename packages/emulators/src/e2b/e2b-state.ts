@@ -155,7 +155,13 @@ export class E2BEmulatorState {
     try {
       machine = await this.machineFor(template, egress);
     } catch (error) {
-      return failure(500, `the emulator could not start a sandbox on its ${this.backend.name} backend: ${messageOf(error)}`);
+      // A backend that refuses what the request asks (an allow-list it cannot enforce) is the caller's 400.
+      const code = (error as { code?: string }).code;
+      const status = code === "Validation" || code === "NotSupported" ? 400 : 500;
+      return failure(
+        status,
+        `the emulator could not start a sandbox on its ${this.backend.name} backend: ${messageOf(error)}`,
+      );
     }
     let resources: { cpuCount: number; memoryMB: number; diskSizeMB: number };
     try {
