@@ -70,10 +70,7 @@ function isProvider(input: EmulatorBackendInput): input is SandboxProvider {
   return typeof input === "object" && input !== null && "specificationVersion" in input;
 }
 
-async function providerFor(
-  input: EmulatorBackendInput,
-  defaults: BackendDefaults,
-): Promise<SandboxProvider> {
+async function providerFor(input: EmulatorBackendInput, defaults: BackendDefaults): Promise<SandboxProvider> {
   if (isProvider(input)) return input;
   const name = typeof input === "string" ? input : input.name;
   const options = typeof input === "string" ? {} : (input.options ?? {});
@@ -120,7 +117,9 @@ export async function openBackend(
   let closed = false;
   const ensureOpen = () => {
     if (closed) {
-      throw new SandboxError("InvalidState", `the ${defaults.vendor} emulator is closed`, { retryable: false });
+      throw new SandboxError("InvalidState", `the ${defaults.vendor} emulator is closed`, {
+        retryable: false,
+      });
     }
   };
   return {

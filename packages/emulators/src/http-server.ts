@@ -88,6 +88,8 @@ export interface FaultInjector {
 export interface RequestLogEntry {
   readonly method: string;
   readonly path: string;
+  /** Path and query, as received. */
+  readonly url: string;
   /** The emulator's name for the route, when it set one (for example `POST /v2/sandboxes`). */
   route?: string | undefined;
   /** Status answered, or `undefined` when the connection was dropped or is still open. */
@@ -142,7 +144,9 @@ export const REQUEST_LOG_LIMIT = 2_000;
 function globMatcher(pattern: string): (key: string) => boolean {
   const escaped = pattern
     .split(/(\*\*|\*)/)
-    .map((part) => (part === "**" ? ".*" : part === "*" ? "[^/]*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+    .map((part) =>
+      part === "**" ? ".*" : part === "*" ? "[^/]*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"),
+    )
     .join("");
   const regex = new RegExp(`^${escaped}$`);
   return (key) => regex.test(key);
@@ -166,7 +170,10 @@ export function createFaultInjector(initial: readonly FaultRule[] = []): FaultIn
         ? match
         : match instanceof RegExp
           ? (r: RequestSummary) => match.test(`${r.method} ${r.path}`)
-          : ((m) => (r: RequestSummary) => m(`${r.method} ${r.path}`))(globMatcher(match));
+          : (
+              (m) => (r: RequestSummary) =>
+                m(`${r.method} ${r.path}`)
+            )(globMatcher(match));
     if (rule.times !== undefined && !(Number.isInteger(rule.times) && rule.times > 0)) {
       throw new TypeError(`a fault rule's times must be a positive integer, got ${String(rule.times)}`);
     }
@@ -214,7 +221,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const stalled = new Set<ServerResponse>();
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://emulator");
-    const entry: RequestLogEntry = { method: req.method ?? "GET", path: url.pathname, at: new Date() };
+    const entry: RequestLogEntry = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      url: req.url ?? "/",
+      at: new Date(),
+    };
     log.push(entry);
     if (log.length > REQUEST_LOG_LIMIT) log.splice(0, log.length - REQUEST_LOG_LIMIT);
     const started = Date.now();

@@ -20,6 +20,8 @@ function requestOptions(ctx: CommandContext, signal: AbortSignal): FilesystemReq
 }
 
 function typeOf(entry: EntryInfo): FileType {
+  // envd describes a symlink by its target's type and says it is one through symlinkTarget.
+  if (entry.symlinkTarget !== undefined) return "symlink";
   // The SDK leaves the type out for anything but files, directories and symlinks (fifos, sockets, devices).
   return entry.type === "file" || entry.type === "dir" || entry.type === "symlink" ? entry.type : "other";
 }

@@ -94,7 +94,8 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     doMetrics: (s, { signal }) => sandboxMetrics(resolved, s, signal),
     doFork: (s, { signal, count }) => forkSandbox(resolved, s, count, signal),
 
-    doExposePort: async (s, port, { private: isPrivate }) => exposePort(s, port, isPrivate),
+    doExposePort: async (s, port, { private: isPrivate }) =>
+      exposePort(s, port, isPrivate, resolved.previewUrl),
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       const rules = egressRules(policy);
       const { Sandbox } = await loadE2B();

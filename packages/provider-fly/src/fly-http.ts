@@ -98,7 +98,11 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
     app,
     async request<T>(call: FlyCall): Promise<T> {
       const { token, app: appName } = requireCredentials(options);
-      const context: FlyFailureContext = { operation: call.operation, app: appName, secrets: tokenSecrets(token) };
+      const context: FlyFailureContext = {
+        operation: call.operation,
+        app: appName,
+        secrets: tokenSecrets(token),
+      };
       for (let attempt = 0; ; attempt++) {
         if (call.signal.aborted) throw abortError(call.signal, call.operation);
         const outcome = await once(call, token, appName, context);

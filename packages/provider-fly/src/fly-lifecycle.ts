@@ -44,7 +44,9 @@ function failureOf(machine: FlyMachine | undefined): string {
   for (const event of machine?.events ?? []) {
     if (event.status === "failed" || event.type === "exit") {
       const detail = event.request?.error ?? event.request?.exit_event;
-      return detail === undefined ? `${event.type ?? "event"} ${event.status ?? ""}`.trim() : JSON.stringify(detail);
+      return detail === undefined
+        ? `${event.type ?? "event"} ${event.status ?? ""}`.trim()
+        : JSON.stringify(detail);
     }
   }
   return "no reason recorded";
@@ -100,7 +102,12 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
    * Waits for a boot: `started`, or `failed` — a machine that cannot boot (an image Fly cannot pull, a
    * crashing init) fails at once instead of running out the whole start timeout.
    */
-  const startedBy = async (id: string, deadline: number, signal: AbortSignal, version?: string): Promise<void> => {
+  const startedBy = async (
+    id: string,
+    deadline: number,
+    signal: AbortSignal,
+    version?: string,
+  ): Promise<void> => {
     const state = await waitForState(http, id, "started", {
       deadline,
       signal,

@@ -196,15 +196,24 @@ export async function acquireLease(
   });
   const nonce = lease?.nonce ?? lease?.data?.nonce;
   if (typeof nonce !== "string" || nonce === "") {
-    throw new SandboxError("Provider", `lease machine ${id}: the Fly Machines API answered a lease without a nonce`, {
-      provider: FLY_PROVIDER_NAME,
-    });
+    throw new SandboxError(
+      "Provider",
+      `lease machine ${id}: the Fly Machines API answered a lease without a nonce`,
+      {
+        provider: FLY_PROVIDER_NAME,
+      },
+    );
   }
   return nonce;
 }
 
 /** `DELETE .../lease` with the nonce; a lease that already ended is no error. */
-export async function releaseLease(http: FlyHttp, id: string, nonce: string, signal: AbortSignal): Promise<void> {
+export async function releaseLease(
+  http: FlyHttp,
+  id: string,
+  nonce: string,
+  signal: AbortSignal,
+): Promise<void> {
   try {
     await http.request<unknown>({
       method: "DELETE",

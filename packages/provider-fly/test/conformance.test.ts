@@ -1,30 +1,28 @@
 /**
- * The conformance kit through the protocol-faithful Machines API test server, as the provider declares
+ * The conformance kit through the Fly Machines emulator of `@sbox/emulators`, as the provider declares
  * itself: the core emulates streaming, background processes, kill, stdin, files, watch and metrics over
- * Fly's buffered exec, on real shells. Then once more in primitives-only mode (no optional driver method
- * hidden changes nothing for exec, since Fly has none, but E2 exit-code markers run too).
+ * Fly's buffered exec, on real sandboxes of provider-local. Then once more in primitives-only mode.
  */
 import { runConformance } from "@sbox/conformance/vitest";
 import { afterAll, describe, expect, test } from "vitest";
-import { startFlyMachinesTestServer } from "./fly-machines-test-server.js";
-import { testProvider } from "./fly-test-env.js";
+import { startFlyTestServer, testProvider } from "./fly-test-env.js";
 
-const server = await startFlyMachinesTestServer();
+const server = await startFlyTestServer();
 const provider = () => testProvider(server);
 
-runConformance({ provider, fixtures: { region: "fra" }, label: "fly (local test server)" });
+runConformance({ provider, fixtures: { region: "fra" }, label: "fly (emulator)" });
 runConformance({
   provider,
   fixtures: { region: "fra" },
   primitivesOnly: true,
-  label: "fly (local test server)",
+  label: "fly (emulator)",
 });
 
 describe("fly conformance cleanup", () => {
   afterAll(async () => {
     await server.close();
   });
-  test("no machine of this run is left on the test server", () => {
+  test("no machine of this run is left on the emulator", () => {
     expect(server.machineIds()).toEqual([]);
   });
 });

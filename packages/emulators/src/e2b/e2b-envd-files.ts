@@ -10,7 +10,7 @@ import { posix } from "node:path";
 import { Readable } from "node:stream";
 import { createGunzip, createGzip } from "node:zlib";
 import { ConnectFailure } from "./e2b-connect-protocol.js";
-import { HelperFailure, type E2BMachine } from "./e2b-machine.js";
+import { type E2BMachine, HelperFailure } from "./e2b-machine.js";
 import { expandAndResolve } from "./e2b-paths.js";
 import { checkFileAccess, fileUrlParameters, type SignedOperation } from "./e2b-signatures.js";
 
@@ -206,7 +206,11 @@ export async function serveFiles(
     req.resume();
     const status = statusOf(error);
     const message = messageOf(error);
-    return jsonError(res, status, status === 400 && !(error instanceof HelperFailure) ? `error resolving path: ${message}` : message);
+    return jsonError(
+      res,
+      status,
+      status === 400 && !(error instanceof HelperFailure) ? `error resolving path: ${message}` : message,
+    );
   }
   const text = JSON.stringify(written);
   res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });

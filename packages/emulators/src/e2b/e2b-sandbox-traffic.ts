@@ -29,7 +29,11 @@ import type { E2BEmulatorState } from "./e2b-state.js";
 /** envd's port inside every sandbox. */
 export const ENVD_PORT = 49983;
 
-type Unary = (sandbox: E2BSandbox, message: ConnectMessage, req: IncomingMessage) => Promise<ConnectMessage> | ConnectMessage;
+type Unary = (
+  sandbox: E2BSandbox,
+  message: ConnectMessage,
+  req: IncomingMessage,
+) => Promise<ConnectMessage> | ConnectMessage;
 type Streaming = (
   sandbox: E2BSandbox,
   message: ConnectMessage,
@@ -69,7 +73,29 @@ interface Target {
   readonly host: string;
 }
 
+/** The path form of a sandbox port's URL: `/ports/<port>-<id>/<path>` (see {@link portUrlPath}). */
+const PORT_PATH = /^\/ports\/(\d+)-([a-z0-9]+)(\/.*)?$/;
+
+/**
+ * The path under which the sandbox server answers for `port` of `sandboxId` as if reached at
+ * `<port>-<id>.<domain>`: for clients that cannot resolve the per-port host names (Node's `fetch` does
+ * not resolve `*.localhost`), and that need no TLS.
+ */
+export function portUrlPath(sandboxId: string, port: number): string {
+  return `/ports/${port}-${sandboxId}`;
+}
+
 function targetOf(state: E2BEmulatorState, req: IncomingMessage, url: URL): Target {
+  const byPath = PORT_PATH.exec(url.pathname);
+  if (byPath) {
+    // The sandbox's server sees the request as it would at its public host.
+    req.url = `${byPath[3] ?? "/"}${url.search}`;
+    return {
+      sandboxId: byPath[2],
+      port: Number(byPath[1]),
+      host: `${byPath[1]}-${byPath[2]}.${state.domain}`,
+    };
+  }
   const host = String(req.headers.host ?? "");
   const name = host.replace(/:\d+$/, "");
   const match = /^(\d+)-([a-z0-9]+)\.(.+)$/.exec(name);
@@ -96,10 +122,12 @@ export async function serveSandboxTraffic(
   state: E2BEmulatorState,
   req: IncomingMessage,
   res: ServerResponse,
-  url: URL,
+  received: URL,
   setRoute: (route: string) => void,
 ): Promise<void> {
-  const target = targetOf(state, req, url);
+  const target = targetOf(state, req, received);
+  // The path form rewrote req.url to the path the sandbox sees.
+  const url = new URL(req.url ?? "/", received);
   const sandbox = target.sandboxId === undefined ? undefined : state.sandboxes.get(target.sandboxId);
   const rpc = url.pathname.slice(1);
   setRoute(
@@ -138,9 +166,17 @@ async function serveEnvd(
 ): Promise<void> {
   const method = req.method ?? "GET";
   const key = `${method} ${url.pathname}`;
-  if (sandbox.envdAccessToken && !OPEN_ROUTES.has(key) && req.headers["x-access-token"] !== sandbox.envdAccessToken) {
+  if (
+    sandbox.envdAccessToken &&
+    !OPEN_ROUTES.has(key) &&
+    req.headers["x-access-token"] !== sandbox.envdAccessToken
+  ) {
     req.resume();
-    return jsonError(res, 401, "unauthorized access, please provide a valid access token or method signing if supported");
+    return jsonError(
+      res,
+      401,
+      "unauthorized access, please provide a valid access token or method signing if supported",
+    );
   }
   if (key === "GET /health") {
     req.resume();

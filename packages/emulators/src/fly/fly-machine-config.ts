@@ -112,11 +112,18 @@ export function normaliseConfig(raw: unknown): FlyMachineConfig {
       if (service.protocol !== "tcp" && service.protocol !== "udp") {
         throw new FlyConfigError(`invalid config.services[${index}].protocol: "tcp" or "udp"`);
       }
-      if (!Number.isInteger(service.internal_port) || service.internal_port < 1 || service.internal_port > 65_535) {
+      if (
+        !Number.isInteger(service.internal_port) ||
+        service.internal_port < 1 ||
+        service.internal_port > 65_535
+      ) {
         throw new FlyConfigError(`invalid config.services[${index}].internal_port`);
       }
       for (const port of service.ports ?? []) {
-        if (port.port !== undefined && (!Number.isInteger(port.port) || port.port < 1 || port.port > 65_535)) {
+        if (
+          port.port !== undefined &&
+          (!Number.isInteger(port.port) || port.port < 1 || port.port > 65_535)
+        ) {
           throw new FlyConfigError(`invalid config.services[${index}].ports: bad port ${String(port.port)}`);
         }
       }

@@ -75,6 +75,8 @@ export class FlyMachine {
   private generation = 0;
   private freshRootfs = false;
   private readonly waiters = new Set<() => void>();
+  /** Fires when the machine is destroyed, so a boot still waiting at the gate gives up. */
+  private readonly ending = new AbortController();
   private work: Promise<void> = Promise.resolve();
   readonly privateIp: string;
 
@@ -105,7 +107,12 @@ export class FlyMachine {
   }
 
   /** Adds an event (newest first, as Fly lists them). */
-  record(type: string, status: string, source: "user" | "flyd", request?: Record<string, unknown>): FlyMachineEvent {
+  record(
+    type: string,
+    status: string,
+    source: "user" | "flyd",
+    request?: Record<string, unknown>,
+  ): FlyMachineEvent {
     const event: FlyMachineEvent = {
       id: newUlid(this.host.clock.now()),
       type,
@@ -170,7 +177,8 @@ export class FlyMachine {
     if (template === false) return `failed to pull image ${config.image}: not found`;
     const spec: SandboxSpec = {};
     if (template !== undefined && this.host.backend.honours.includes("template")) spec.template = template;
-    if (config.env && Object.keys(config.env).length > 0) spec.env = { ...config.env, ...this.flyEnv(config) };
+    if (config.env && Object.keys(config.env).length > 0)
+      spec.env = { ...config.env, ...this.flyEnv(config) };
     else spec.env = this.flyEnv(config);
     return spec;
   }
@@ -192,15 +200,22 @@ export class FlyMachine {
    * `starting` as soon as this returns, so an answer sent right after describes the boot under way.
    */
   start(source: "user" | "flyd" = "user"): Promise<void> {
-    const idle = this.state === "created" || this.state === "stopped" || this.state === "failed" || this.state === "suspended";
+    const idle =
+      this.state === "created" ||
+      this.state === "stopped" ||
+      this.state === "failed" ||
+      this.state === "suspended";
     const thaw = this.state === "suspended";
     if (!idle) return this.serial(async () => undefined);
     this.setState("starting");
     this.record("start", "pending", source);
     return this.serial(async () => {
       if (this.state !== "starting") return;
-      await this.host.bootGate();
-      if (this.state !== "starting") return;
+      await Promise.race([
+        this.host.bootGate(),
+        new Promise<void>((resolve) => this.ending.signal.addEventListener("abort", () => resolve())),
+      ]);
+      if (this.state !== "starting" || this.ending.signal.aborted) return;
       try {
         if (thaw && this.sandbox) {
           await this.sandbox.resume();
@@ -382,8 +397,9 @@ export class FlyMachine {
     this.host.clock.setTimer(() => this.host.forget(this), this.host.destroyedLingerMs);
   }
 
-  /** Destroys the machine; it stays visible as `destroyed` for a while. */
+  /** Destroys the machine; it stays visible as `destroyed` for a while. A boot under way is given up. */
   destroy(): Promise<void> {
+    this.ending.abort();
     return this.serial(() => this.destroyNow("user"));
   }
 
