@@ -61,6 +61,10 @@ command -v python3 >/dev/null 2>&1 && echo "python=1"
 if [ "$(id -u)" = 0 ] && id -u "$u" >/dev/null 2>&1 && python3 -c 'import os, pwd, sys; p = pwd.getpwnam(sys.argv[1]); os.initgroups(p.pw_name, p.pw_gid); os.setgid(p.pw_gid); os.setuid(p.pw_uid)' "$u" 2>/dev/null; then echo "switch=1"; fi
 true`;
 
+const HELPER_SOURCE_ENV = "E2B_EMULATOR_HELPER";
+const HELPER_BOOT = `import os; exec(os.environ.pop("${HELPER_SOURCE_ENV}"))`;
+const HELPER_ENV: Readonly<Record<string, string>> = { [HELPER_SOURCE_ENV]: ENVD_HELPER_SOURCE };
+
 /** A helper failure, as the helper reported it. */
 interface HelperError {
   code: string;
@@ -188,8 +192,9 @@ export class E2BMachine {
     return this.layout.root ? { uid: user.uid, gid: user.gid } : {};
   }
 
+  /** The helper's command; its source travels in the environment, so `ps` inside shows only its operation. */
   private helperArgv(op: string, args: unknown): string[] {
-    return ["python3", "-c", ENVD_HELPER_SOURCE, op, JSON.stringify(args)];
+    return ["python3", "-c", HELPER_BOOT, op, JSON.stringify(args)];
   }
 
   private static failure(exitCode: number, stderr: string, op: string): ConnectFailure {
@@ -209,6 +214,7 @@ export class E2BMachine {
     } = {},
   ): Promise<unknown> {
     const result = await this.sandbox.commands.run(this.helperArgv(op, args), {
+      env: HELPER_ENV,
       ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
@@ -261,6 +267,7 @@ export class E2BMachine {
       }
     };
     const run = this.sandbox.commands.run(this.helperArgv(op, args), {
+      env: HELPER_ENV,
       signal: options.signal,
       collectOutput: false,
       onStdout: take,

@@ -71,6 +71,8 @@ interface Target {
   readonly sandboxId: string | undefined;
   readonly port: number;
   readonly host: string;
+  /** Why an unroutable request is refused, when the emulator can say better than "no such sandbox". */
+  readonly refusal?: { status: number; message: string } | undefined;
 }
 
 /** The path form of a sandbox port's URL: `/ports/<port>-<id>/<path>` (see {@link portUrlPath}). */
@@ -113,6 +115,24 @@ function targetOf(state: E2BEmulatorState, req: IncomingMessage, url: URL): Targ
         return { sandboxId: sandbox.id, port: ENVD_PORT, host };
       }
     }
+    // E2B_SANDBOX_URL names one envd: an unsigned URL goes to the only sandbox there is, or else to the
+    // only one that takes unsigned URLs (a secure sandbox then answers "missing signature" itself).
+    const live = [...state.sandboxes.values()].filter((sandbox) => !sandbox.killed);
+    const open = live.filter((sandbox) => !sandbox.envdAccessToken);
+    const only = live.length === 1 ? live[0] : open.length === 1 ? open[0] : undefined;
+    if (params.signature === undefined && only) return { sandboxId: only.id, port: ENVD_PORT, host };
+    return {
+      sandboxId: undefined,
+      port: ENVD_PORT,
+      host,
+      refusal:
+        params.signature !== undefined
+          ? { status: 401, message: "invalid signature" }
+          : {
+              status: 502,
+              message: `this /files URL names no sandbox and ${open.length} sandboxes take unsigned URLs: use the per-sandbox host (<port>-<id>.${state.domain}), the E2b-Sandbox-Id header or the path form /ports/49983-<id>/files`,
+            },
+    };
   }
   return { sandboxId: undefined, port: ENVD_PORT, host };
 }
@@ -139,6 +159,7 @@ export async function serveSandboxTraffic(
   );
   if (!sandbox || sandbox.killed) {
     req.resume();
+    if (target.refusal) return jsonError(res, target.refusal.status, target.refusal.message);
     return sandboxNotFound(res, target.sandboxId ?? "", target.host);
   }
   if (sandbox.state === "paused") {

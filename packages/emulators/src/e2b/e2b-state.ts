@@ -333,7 +333,9 @@ export class E2BEmulatorState {
     const machine = sandbox.machine;
     const homes = new Set<string>();
     homes.add((await machine.user(machine.layout.defaultUser)).home);
-    if (machine.layout.root) homes.add("/root");
+    // root's home only on E2B's layout: on the fallback layout it is the backend's (provider-local's is
+    // a read-only view of the host's, which must never end up in a snapshot).
+    if (machine.layout.root && machine.layout.template === "e2b-base") homes.add("/root");
     const paths = [...homes, "/tmp"];
     const chunks: Buffer[] = [];
     const stop = new AbortController();
