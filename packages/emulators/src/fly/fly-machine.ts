@@ -43,6 +43,9 @@ export interface FlyMachineHost {
 }
 
 /** Pause between a main process's exit and its restart. */
+/** How often one main process is re-attached to after its following broke (a frozen sandbox). */
+const MAX_REATTACHES = 5;
+
 const RESTART_DELAY_MS = 200;
 /** How many events a machine keeps. */
 const EVENT_LIMIT = 100;
@@ -70,6 +73,10 @@ export class FlyMachine {
   /** The backend sandbox; absent before the first boot and after destroy. */
   sandbox: Sandbox<AnyCapabilities> | undefined;
   private main: SandboxProcess | undefined;
+  /** True when following the main process broke during a suspend (it is re-attached on thaw). */
+  private mainDetached = false;
+  private thawing = false;
+  private reattaches = 0;
   private restarts = 0;
   /** Bumped on every boot, so a late exit of an older main process changes nothing. */
   private generation = 0;
@@ -218,7 +225,12 @@ export class FlyMachine {
       if (this.state !== "starting" || this.ending.signal.aborted) return;
       try {
         if (thaw && this.sandbox) {
-          await this.sandbox.resume();
+          this.thawing = true;
+          try {
+            await this.sandbox.resume();
+          } finally {
+            this.thawing = false;
+          }
         } else {
           await this.bootSandbox();
         }
@@ -231,6 +243,7 @@ export class FlyMachine {
       this.failure = undefined;
       this.record("start", "started", "flyd");
       this.setState("started");
+      if (thaw) await this.reattachMain();
     });
   }
 
@@ -257,12 +270,41 @@ export class FlyMachine {
     const sandbox = this.sandbox;
     if (!command || !sandbox) return;
     const generation = ++this.generation;
+    this.reattaches = 0;
     const main = await sandbox.commands.spawn(command, { env: this.flyEnv() });
+    this.watchMain(main, generation);
+  }
+
+  /**
+   * Follows the main process to its exit. Following can break while the sandbox is frozen (a suspend:
+   * the backend refuses exec meanwhile) although the process lives on; the thaw re-attaches to it.
+   */
+  private watchMain(main: SandboxProcess, generation: number): void {
     this.main = main;
+    this.mainDetached = false;
     void main.wait().then(
       (exit) => this.mainExited(generation, exit.exitCode, exit.signal),
-      () => this.mainExited(generation, -1, undefined),
+      () => {
+        if (generation !== this.generation) return;
+        this.mainDetached = true;
+        if (this.state === "suspending" || this.state === "suspended" || this.thawing) return;
+        // Broken following after a thaw is noticed late sometimes: the process may well live on.
+        void this.reattachMain();
+      },
     );
+  }
+
+  /** After a thaw: the main process again, or its end when it cannot be found. */
+  private async reattachMain(): Promise<void> {
+    const main = this.main;
+    const sandbox = this.sandbox;
+    if (!main || !sandbox || !this.mainDetached) return;
+    const again =
+      this.reattaches++ < MAX_REATTACHES
+        ? await sandbox.commands.connect(main.pid).catch(() => undefined)
+        : undefined;
+    if (again) this.watchMain(again, this.generation);
+    else this.mainExited(this.generation, -1, undefined);
   }
 
   private mainExited(generation: number, exitCode: number, signal: string | undefined): void {

@@ -71,6 +71,24 @@ export function durationMs(value: unknown): number | undefined {
   return total;
 }
 
+/** Linux signal numbers of the signals the API names. */
+const SIGNAL_NAMES: Readonly<Record<number, string>> = {
+  1: "SIGHUP",
+  2: "SIGINT",
+  3: "SIGQUIT",
+  4: "SIGILL",
+  5: "SIGTRAP",
+  6: "SIGABRT",
+  8: "SIGFPE",
+  9: "SIGKILL",
+  10: "SIGUSR1",
+  11: "SIGSEGV",
+  12: "SIGUSR2",
+  13: "SIGPIPE",
+  14: "SIGALRM",
+  15: "SIGTERM",
+};
+
 const SIGNALS = new Set([
   "SIGABRT",
   "SIGALRM",
@@ -127,7 +145,11 @@ export function flyRoute(method: string, path: string): Route {
   return { name: `${method} /v1/apps/{app}/machines/{id}/${parts.slice(5).join("/")}`, app, machineId };
 }
 
-/** Routes that change a machine: refused with 409 when another client holds its lease. */
+/**
+ * Routes that change a machine: refused with 409 when another client holds its lease. These are the
+ * calls fly-go sends the lease nonce with; signals and metadata it sends without one (flyctl sets
+ * metadata and kills machines it holds leases on), so they are not gated.
+ */
 const LEASED_ROUTES = new Set([
   "POST /v1/apps/{app}/machines/{id}",
   "DELETE /v1/apps/{app}/machines/{id}",
@@ -135,13 +157,8 @@ const LEASED_ROUTES = new Set([
   "POST /v1/apps/{app}/machines/{id}/stop",
   "POST /v1/apps/{app}/machines/{id}/restart",
   "POST /v1/apps/{app}/machines/{id}/suspend",
-  "POST /v1/apps/{app}/machines/{id}/signal",
   "POST /v1/apps/{app}/machines/{id}/cordon",
   "POST /v1/apps/{app}/machines/{id}/uncordon",
-  "PUT /v1/apps/{app}/machines/{id}/metadata",
-  "PATCH /v1/apps/{app}/machines/{id}/metadata",
-  "POST /v1/apps/{app}/machines/{id}/metadata/{key}",
-  "DELETE /v1/apps/{app}/machines/{id}/metadata/{key}",
 ]);
 
 function pageOffset(cursor: string | null): number | undefined {
@@ -272,7 +289,7 @@ export async function serveFlyApi(
         if (failure instanceof FlyConfigError) return error(res, 400, failure.message);
         throw failure;
       }
-      const region = typeof body.region === "string" ? body.region : undefined;
+      const region = typeof body.region === "string" && body.region !== "" ? body.region : undefined;
       if (region !== undefined && region !== machine.region) {
         return error(res, 400, "a machine cannot change region; create a new machine instead");
       }
@@ -336,7 +353,8 @@ export async function serveFlyApi(
       return ok(res);
     }
     case "POST /v1/apps/{app}/machines/{id}/signal": {
-      const signal = body.signal;
+      // The spec names signals; fly-go's Kill sends the number (`{"signal": 9}`), which flyd takes too.
+      const signal = typeof body.signal === "number" ? SIGNAL_NAMES[body.signal] : body.signal;
       if (typeof signal !== "string" || !SIGNALS.has(signal))
         return error(res, 400, `invalid signal ${JSON.stringify(signal)}`);
       if (machine.state !== "started") return precondition("signal");
@@ -370,7 +388,8 @@ export async function serveFlyApi(
       if ("conflict" in outcome) {
         return error(res, 409, fleet.leases.check(machine.id, nonce) ?? "machine is leased");
       }
-      return sendJsonResponse(res, outcome.created ? 201 : 200, FlyLeases.describe(outcome.lease));
+      // 201 for a new lease and for a refreshed one alike: the spec's only answer.
+      return sendJsonResponse(res, 201, FlyLeases.describe(outcome.lease));
     }
     case "DELETE /v1/apps/{app}/machines/{id}/lease": {
       if (!nonce) return error(res, 400, `the ${LEASE_NONCE_HEADER} header is required`);
@@ -506,6 +525,8 @@ async function createMachine(
     if (failure instanceof FlyConfigError) return error(res, 400, failure.message);
     throw failure;
   }
+  // Go decodes "" as no region: the platform picks one.
+  if (body.region === "") delete body.region;
   if (body.region !== undefined && (typeof body.region !== "string" || !/^[a-z]{3}$/.test(body.region))) {
     return error(res, 400, `invalid region ${JSON.stringify(body.region)}`);
   }
