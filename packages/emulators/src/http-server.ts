@@ -161,8 +161,11 @@ interface ArmedRule {
 /** A fault injector, to share between the servers of one emulator. */
 export function createFaultInjector(initial: readonly FaultRule[] = []): FaultInjector & {
   take(request: RequestSummary): FaultRule | undefined;
+  /** Calls `listener` on every `clear()`: the servers end the requests a lifted stall still holds. */
+  onClear(listener: () => void): void;
 } {
   const rules: ArmedRule[] = [];
+  const clearListeners: (() => void)[] = [];
   const arm = (rule: FaultRule): ArmedRule => {
     const { match } = rule;
     const test =
@@ -186,6 +189,10 @@ export function createFaultInjector(initial: readonly FaultRule[] = []): FaultIn
     },
     clear() {
       rules.length = 0;
+      for (const listener of clearListeners) listener();
+    },
+    onClear(listener) {
+      clearListeners.push(listener);
     },
     get size() {
       return rules.length;
@@ -219,6 +226,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const faults = (options.faults ?? createFaultInjector()) as ReturnType<typeof createFaultInjector>;
   const log = options.log ?? [];
   const stalled = new Set<ServerResponse>();
+  // Lifting the faults ends the requests a stall holds: the client sees its connection close, as it
+  // would when a hung proxy finally gives up, instead of waiting for the server to shut down.
+  faults.onClear(() => {
+    for (const res of stalled) res.destroy();
+    stalled.clear();
+  });
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://emulator");
     const entry: RequestLogEntry = {

@@ -1,9 +1,9 @@
 import { type FileInfo, type FileType, SandboxError, shellQuoteArgv } from "@sbox/core/spec";
 import type { EntryInfo } from "e2b";
 import { type CommandContext, exec } from "./e2b-commands.js";
-import { e2bError, toE2BError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
+import { unarySignal } from "./e2b-sdk.js";
 
 /** Per-request options every filesystem call of the SDK takes. */
 interface FilesystemRequestOpts {
@@ -12,8 +12,9 @@ interface FilesystemRequestOpts {
   requestTimeoutMs?: number;
 }
 
-function requestOptions(ctx: CommandContext, signal: AbortSignal): FilesystemRequestOpts {
-  const opts: FilesystemRequestOpts = { signal };
+/** Options of a unary filesystem call; streamed transfers pass `streamed` (the SDK bounds their idle time). */
+function requestOptions(ctx: CommandContext, signal: AbortSignal, streamed = false): FilesystemRequestOpts {
+  const opts: FilesystemRequestOpts = { signal: streamed ? signal : unarySignal(ctx.options, signal) };
   if (ctx.options.user !== undefined) opts.user = ctx.options.user;
   if (ctx.options.requestTimeoutMs !== undefined) opts.requestTimeoutMs = ctx.options.requestTimeoutMs;
   return opts;
@@ -66,16 +67,14 @@ async function chmod(
   signal: AbortSignal,
 ) {
   if (!(Number.isInteger(mode) && mode >= 0 && mode <= 0o7777)) {
-    throw e2bError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`);
   }
   const result = await exec(ctx, sandbox, {
     command: { shell: shellQuoteArgv(["chmod", mode.toString(8), "--", path]) },
     signal,
   });
   if (result.exitCode !== 0) {
-    throw e2bError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
+    throw new SandboxError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
       retryable: false,
     });
   }
@@ -105,7 +104,7 @@ export async function readFileStream(
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   const source = await sandboxCall(ctx, sandbox.id, op("readStream", path), signal, () =>
-    sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "stream" as const }),
+    sandbox.native.files.read(path, { ...requestOptions(ctx, signal, true), format: "stream" as const }),
   );
   const reader = source.getReader();
   return new ReadableStream<Uint8Array>({
@@ -115,7 +114,7 @@ export async function readFileStream(
         if (done) controller.close();
         else controller.enqueue(value);
       } catch (error) {
-        controller.error(toE2BError(error, { operation: op("readStream", path), plane: "sandbox" }));
+        controller.error(error);
       }
     },
     async cancel(reason) {
@@ -134,7 +133,7 @@ export async function writeFileStream(
   signal: AbortSignal,
 ): Promise<void> {
   await sandboxCall(ctx, sandbox.id, op("writeStream", path), signal, () =>
-    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal), useOctetStream: true }),
+    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal, true), useOctetStream: true }),
   );
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
 }
@@ -238,24 +237,21 @@ export async function makeDir(
   if (!recursive) {
     const parent = await statFile(ctx, sandbox, parentOf(path), signal).catch((error: unknown) => {
       if (SandboxError.isInstance(error) && error.code === "NotFound") {
-        throw e2bError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
-          retryable: false,
+        throw new SandboxError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
           cause: error,
         });
       }
       throw error;
     });
     if (parent.type !== "dir") {
-      throw e2bError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`, {
-        retryable: false,
-      });
+      throw new SandboxError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`);
     }
   }
   const created = await sandboxCall(ctx, sandbox.id, op("mkdir", path), signal, () =>
     sandbox.native.files.makeDir(path, requestOptions(ctx, signal)),
   );
   if (!created && !recursive) {
-    throw e2bError("Conflict", `e2b files.mkdir ${path}: the directory already exists`, { retryable: false });
+    throw new SandboxError("Conflict", `e2b files.mkdir ${path}: the directory already exists`);
   }
 }
 
@@ -274,9 +270,10 @@ export async function removePath(
   if (info.type === "dir" && !recursive) {
     const entries = await listFiles(ctx, sandbox, path, signal);
     if (entries.length > 0) {
-      throw e2bError("Conflict", `e2b files.remove ${path}: the directory is not empty (use recursive)`, {
-        retryable: false,
-      });
+      throw new SandboxError(
+        "Conflict",
+        `e2b files.remove ${path}: the directory is not empty (use recursive)`,
+      );
     }
   }
   await sandboxCall(ctx, sandbox.id, op("remove", path), signal, () =>

@@ -1,5 +1,4 @@
-import type { PortInfo } from "@sbox/core/spec";
-import { e2bError } from "./e2b-errors.js";
+import { type PortInfo, SandboxError } from "@sbox/core/spec";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import type { E2BPreviewUrl } from "./e2b-options.js";
 
@@ -15,14 +14,13 @@ export function exposePort(
   previewUrl: E2BPreviewUrl,
 ): PortInfo {
   if (!(Number.isInteger(port) && port >= 1 && port <= 65_535)) {
-    throw e2bError("Validation", `port must be an integer from 1 to 65535, got ${String(port)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `port must be an integer from 1 to 65535, got ${String(port)}`);
   }
   if (isPrivate) {
-    throw e2bError("Validation", "e2b: private ports are a sandbox-wide setting at create, not per port", {
-      retryable: false,
-    });
+    throw new SandboxError(
+      "Validation",
+      "e2b: private ports are a sandbox-wide setting at create, not per port",
+    );
   }
   const host = sandbox.native.getHost(port);
   const info: PortInfo = { port, url: previewUrl({ sandboxId: sandbox.id, port, host }) };

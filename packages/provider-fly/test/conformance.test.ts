@@ -4,15 +4,34 @@
  * Fly's buffered exec, on real sandboxes of provider-local. Then once more in primitives-only mode.
  */
 import { runConformance } from "@sbox/conformance/vitest";
+import { kitFaultHook } from "@sbox/emulators";
 import { afterAll, describe, expect, test } from "vitest";
 import { startFlyTestServer, testProvider } from "./fly-test-env.js";
 
 const server = await startFlyTestServer();
-const provider = () => testProvider(server);
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 5_000;
+const provider = () => testProvider(server, { requestTimeoutMs: DEADLINE_MS });
+const providerWithOptions = (extra: Record<string, unknown>) =>
+  testProvider(server, { requestTimeoutMs: DEADLINE_MS, ...extra });
+// The emulator's token is a fake credential: the secrets cases check it never leaks.
+const remote = {
+  faults: kitFaultHook(server.emulator.faults),
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: server.token,
+};
 
-runConformance({ provider, fixtures: { region: "fra" }, label: "fly (emulator)" });
 runConformance({
   provider,
+  providerWithOptions,
+  remote,
+  fixtures: { region: "fra" },
+  label: "fly (emulator)",
+});
+runConformance({
+  provider,
+  providerWithOptions,
+  remote,
   fixtures: { region: "fra" },
   primitivesOnly: true,
   label: "fly (emulator)",
