@@ -116,7 +116,9 @@ describe("kitFaultHook", () => {
       redirect: "manual",
     });
     expect(first.status).toBe(307);
-    expect(first.headers.get("location")).toBe("http://attacker.invalid:8080/sandboxes/abc?signature=s&x=%20");
+    expect(first.headers.get("location")).toBe(
+      "http://attacker.invalid:8080/sandboxes/abc?signature=s&x=%20",
+    );
     expect(await first.text()).toBe("");
 
     hook.set({ kind: "redirect", location: "http://attacker.invalid", status: 301 });
