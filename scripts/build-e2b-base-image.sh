@@ -3,7 +3,7 @@
 # Debian bookworm with bash, python3 (also as `python`), sudo, git, curl and procps, a user `user` (uid 1000) whose home is
 # /home/user, with password-less sudo, and /home/user as the working directory. Offline: a minbase
 # debootstrap from the configured Debian mirror, imported with `docker import` (no registry needed).
-# Idempotent and cached: does nothing when the tag already has this version (pass --force to rebuild). ~60 s.
+# Idempotent and cached: does nothing when the tag was built from these inputs (pass --force to rebuild). ~60 s.
 #
 # Usage: scripts/build-e2b-base-image.sh [--force] [TAG]      (default TAG: sbox-e2b-base:latest)
 # Environment: SBOX_DEBIAN_MIRROR (default http://deb.debian.org/debian), SBOX_DEBIAN_SUITE (bookworm)
@@ -18,10 +18,13 @@ suite="${SBOX_DEBIAN_SUITE:-bookworm}"
 
 say() { printf 'build-e2b-base-image: %s\n' "$*" >&2; }
 
-# Bumped whenever the image content changes, so a cached older build is replaced.
-version=2
-if [ "$force" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "sbox.image-version"}}' "$tag" 2>/dev/null)" = "$version" ]; then
-  say "$tag (version $version) exists, nothing to do (--force rebuilds)"
+# The image's inputs are this script (its package list and layout steps) and the suite: their hash is the
+# image's label, so an unchanged build is reused and any edit here rebuilds it once. The mirror is not an
+# input (any mirror of one suite gives the same layout). `version` stays as a human-readable marker.
+version=3
+inputs="$(cat "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)-$suite"
+if [ "$force" = 0 ] && [ "$(docker image inspect --format '{{index .Config.Labels "sbox.image-inputs"}}' "$tag" 2>/dev/null)" = "$inputs" ]; then
+  say "$tag (inputs $inputs) exists, nothing to do (--force rebuilds)"
   exit 0
 fi
 
@@ -55,6 +58,7 @@ tar -C "$root" --numeric-owner -c . | docker import \
   -c 'CMD ["/bin/bash"]' \
   -c 'LABEL org.opencontainers.image.description="sbox E2B emulator base template (E2B base layout)"' \
   -c "LABEL sbox.image-version=$version" \
+  -c "LABEL sbox.image-inputs=$inputs" \
   - "$tag" >/dev/null
 # The build it replaces is now untagged: remove it unless a container still uses it.
 if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect --format '{{.Id}}' "$tag")" ]; then
