@@ -1,8 +1,14 @@
 /**
  * `sbox emulate`: starts an emulator of @sbox/emulators, prints exactly the variables the vendor's client
- * needs, serves until interrupted, then destroys every machine it made and exits 0.
+ * needs, serves until interrupted, then destroys every machine it made and exits 0. The issue's acceptance
+ * check runs here as a user would: a scratch project with the unmodified `e2b` SDK, run with nothing but
+ * the printed variables in its environment.
  */
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { makeSboxHome, waitUntil } from "./sbox-harness.js";
 
@@ -41,6 +47,53 @@ function parseExports(stdout: string): Record<string, string> {
   }
   return env;
 }
+
+/**
+ * The directory of the `e2b` SDK installed in this workspace (a devDependency of @sbox/emulators, which the
+ * CLI depends on): the scratch project links it as its own node_modules/e2b, as `npm install e2b` would.
+ */
+function installedE2BSdk(): string {
+  const fromEmulators = createRequire(createRequire(import.meta.url).resolve("@sbox/emulators/package.json"));
+  let dir = dirname(fromEmulators.resolve("e2b"));
+  for (;;) {
+    try {
+      const manifest = createRequire(join(dir, "noop.js"))(join(dir, "package.json")) as { name?: string };
+      if (manifest.name === "e2b") return dir;
+    } catch {
+      // not the package root yet
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("the e2b SDK is not installed in this workspace");
+    dir = parent;
+  }
+}
+
+/** A user's app: create a sandbox, run a command, write and read a file, kill it, see it gone. */
+const SCRATCH_APP = `
+import { Sandbox } from "e2b";
+const sandbox = await Sandbox.create();
+const command = await sandbox.commands.run("echo \\"hi from $(whoami) in $PWD\\"; echo err >&2");
+const text = "h\u00e9llo 'quoted' $(not run)\\n\\nline 3\\n";
+await sandbox.files.write("/home/user/notes/app.txt", text);
+const readBack = await sandbox.files.read("/home/user/notes/app.txt");
+const seenByShell = await sandbox.commands.run("cat /home/user/notes/app.txt | wc -l");
+await sandbox.kill();
+let afterKill = "still reachable";
+try {
+  await Sandbox.connect(sandbox.sandboxId);
+} catch (error) {
+  afterKill = error.name;
+}
+console.log(JSON.stringify({
+  id: sandbox.sandboxId,
+  stdout: command.stdout,
+  stderr: command.stderr,
+  exitCode: command.exitCode,
+  sameText: readBack === text,
+  lines: seenByShell.stdout.trim(),
+  afterKill,
+}));
+`;
 
 async function emulatorMachines(vendor: string): Promise<number> {
   const listed = await home.run(["ls", "--json", "--label", `sbox-emulator=${vendor}`]);
@@ -84,6 +137,48 @@ describe("sbox emulate", () => {
       expect(await emulatorMachines("e2b")).toBe(before);
     } finally {
       run.child.kill("SIGKILL");
+    }
+  });
+
+  it("e2b acceptance: a scratch project's unmodified e2b SDK, with only the printed variables set, creates, runs, writes, reads and kills", async () => {
+    const before = await emulatorMachines("e2b");
+    const run = await startEmulate(["e2b"], (out) => out.split("\n").filter(Boolean).length >= 4);
+    const project = mkdtempSync(join(tmpdir(), "sbox-e2b-scratch-"));
+    try {
+      const env = parseExports(run.stdout);
+      writeFileSync(
+        join(project, "package.json"),
+        JSON.stringify({ name: "scratch-app", private: true, type: "module", dependencies: { e2b: "*" } }),
+      );
+      mkdirSync(join(project, "node_modules"));
+      symlinkSync(installedE2BSdk(), join(project, "node_modules", "e2b"), "dir");
+      writeFileSync(join(project, "app.mjs"), SCRATCH_APP);
+      // Exactly the printed variables: no PATH, no HOME, nothing of this test's environment.
+      const app = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          ["app.mjs"],
+          { cwd: project, env, timeout: 90_000 },
+          (error, stdout, stderr) =>
+            resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+      expect(app.code, app.stderr).toBe(0);
+      const result = JSON.parse(app.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>;
+      expect(result).toMatchObject({
+        stdout: "hi from user in /home/user\n",
+        stderr: "err\n",
+        exitCode: 0,
+        sameText: true,
+        lines: "3",
+        afterKill: "SandboxNotFoundError",
+      });
+      expect(await emulatorMachines("e2b")).toBe(before);
+      run.child.kill("SIGINT");
+      expect(await run.exited, run.stderr()).toBe(0);
+    } finally {
+      run.child.kill("SIGKILL");
+      rmSync(project, { recursive: true, force: true });
     }
   });
 
