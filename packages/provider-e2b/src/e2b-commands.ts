@@ -135,7 +135,9 @@ async function feedStdin(
 
 /**
  * Signals a process and its whole tree (see {@link KILL_TREE_SCRIPT}). The helper runs as root so it may
- * signal processes of any user; NotFound when there is no such process.
+ * signal processes of any user; where the daemon refuses root (a template or self-hosted envd without it
+ * answers `permission_denied`) it runs as the commands' own user, which still reaches every process this
+ * adapter started. NotFound when there is no such process.
  */
 export async function killProcessTree(
   ctx: CommandContext,
@@ -146,16 +148,24 @@ export async function killProcessTree(
 ): Promise<void> {
   const name = signalForKill(signal);
   const line = shellQuoteArgv(["sh", "-c", KILL_TREE_SCRIPT, "sh", name, String(pid)]);
-  const handle = await sandboxCall(ctx, sandbox.id, `kill ${pid}`, abort, () =>
-    sandbox.native.commands.run(line, {
-      background: true,
-      user: "root",
-      timeoutMs: 60_000,
-      ...(ctx.options.requestTimeoutMs === undefined
-        ? {}
-        : { requestTimeoutMs: ctx.options.requestTimeoutMs }),
-    }),
-  );
+  const runAs = (user: string | undefined) =>
+    sandboxCall(ctx, sandbox.id, `kill ${pid}`, abort, () =>
+      sandbox.native.commands.run(line, {
+        background: true,
+        ...(user === undefined ? {} : { user }),
+        timeoutMs: 60_000,
+        ...(ctx.options.requestTimeoutMs === undefined
+          ? {}
+          : { requestTimeoutMs: ctx.options.requestTimeoutMs }),
+      }),
+    );
+  let handle: CommandHandle;
+  try {
+    handle = await runAs("root");
+  } catch (error) {
+    if (!(SandboxError.isInstance(error) && /\[permission_denied\]/.test(error.message))) throw error;
+    handle = await runAs(ctx.options.user);
+  }
   const exit = await waitForExit(handle);
   if (exit.exitCode === 3) {
     throw new SandboxError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`);

@@ -12,7 +12,15 @@ import { afterAll } from "vitest";
 import type { E2BProviderOptions } from "../src/index.js";
 import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./e2b-test-env.js";
 
-const emulator = await startE2BEmulator(testEmulatorOptions());
+// The kit's egress cases reach a server on this machine; provider-local opens the host's loopback to its
+// sandboxes only when asked (closed by default), as provider-local's own conformance run does.
+const emulator = await startE2BEmulator(
+  testEmulatorOptions(
+    process.env.SBOX_EMULATOR_BACKEND === "docker"
+      ? {}
+      : { backend: { name: "local", options: { network: { hostLoopback: true } } } },
+  ),
+);
 afterAll(() => emulator.close());
 
 /** The deadline the provider is made with; the deadline case holds every call to it. */

@@ -287,7 +287,10 @@ export class E2BEmulatorState {
     count: number,
     timeoutMs: number,
   ): Promise<(E2BSandbox | E2BFailure)[]> {
-    const fork = parent.backend.fork;
+    // E2B forks the whole filesystem. A backend's own fork is used only where it copies the whole machine
+    // (a backend whose snapshots seed new machines: docker commits the container); provider-local's fork
+    // copies its workspace and not the home directory E2B's layout keeps files in.
+    const fork = this.backend.honours.includes("template") ? parent.backend.fork : undefined;
     if (fork) {
       let copies: Sandbox<AnyCapabilities>[];
       try {
