@@ -162,16 +162,23 @@ function bodyOf(struct, sample) {
 // The spec: route matching and a small JSON-schema check (what OpenAPI 3.0 uses here).
 
 const spec = JSON.parse(readFileSync(specPath, "utf8"));
-const routes = Object.entries(spec.paths ?? {}).map(([template, operations]) => ({
-  template,
-  regex: new RegExp(
-    `^${template
-      .replace(/[.*+?^$()|[\]\\]/g, "\\$&")
-      .replace(/\\?\{[^}]+\\?\}/g, "[^/]+")
-      .replace(/\{[^}]+\}/g, "[^/]+")}$`,
-  ),
-  operations,
-}));
+// Fly publishes the spec with its base path in `servers` (`https://api.machines.dev/v1`, paths `/apps/...`);
+// requests carry it, so the templates get it too.
+const basePath = (() => {
+  try {
+    return new URL(spec.servers?.[0]?.url ?? "http://x/").pathname.replace(/\/+$/, "");
+  } catch {
+    return "";
+  }
+})();
+const routes = Object.entries(spec.paths ?? {}).map(([path, operations]) => {
+  const template = basePath && !path.startsWith(`${basePath}/`) ? `${basePath}${path}` : path;
+  const pattern = template
+    .replace(/[.*+?^$()|[\]\\]/g, "\\$&")
+    .replace(/\\?\{[^}]+\\?\}/g, "[^/]+")
+    .replace(/\{[^}]+\}/g, "[^/]+");
+  return { template, regex: new RegExp(`^${pattern}$`), operations };
+});
 
 function operationOf(method, path) {
   // Prefer the most specific template (fewest parameters) when several match.
