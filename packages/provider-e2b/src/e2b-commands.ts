@@ -17,7 +17,7 @@ import { KILL_TREE_SCRIPT, signalForKill } from "./e2b-kill-tree.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { watchLiveness } from "./e2b-liveness.js";
 import { type CommandContext, sandboxCall } from "./e2b-sandbox-call.js";
-import { unarySignal } from "./e2b-sdk.js";
+import { boundedCall, unarySignal } from "./e2b-sdk.js";
 
 export type { CommandContext } from "./e2b-sandbox-call.js";
 
@@ -86,7 +86,13 @@ async function start(
   if (request.signal.aborted) throw abortErrorOf(request.signal, `e2b ${operation}`);
   const line = commandLine(request.command);
   return sandboxCall(ctx, sandbox.id, operation, request.signal, () =>
-    sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
+    // Bounded: the start of a command is one request (the stream stays open past it).
+    boundedCall(
+      ctx.options,
+      operation,
+      sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
+      request.signal,
+    ),
   );
 }
 
@@ -135,7 +141,9 @@ async function feedStdin(
 
 /**
  * Signals a process and its whole tree (see {@link KILL_TREE_SCRIPT}). The helper runs as root so it may
- * signal processes of any user; NotFound when there is no such process.
+ * signal processes of any user; where the daemon refuses root (a template or self-hosted envd without it
+ * answers `permission_denied`) it runs as the commands' own user, which still reaches every process this
+ * adapter started. NotFound when there is no such process.
  */
 export async function killProcessTree(
   ctx: CommandContext,
@@ -146,16 +154,24 @@ export async function killProcessTree(
 ): Promise<void> {
   const name = signalForKill(signal);
   const line = shellQuoteArgv(["sh", "-c", KILL_TREE_SCRIPT, "sh", name, String(pid)]);
-  const handle = await sandboxCall(ctx, sandbox.id, `kill ${pid}`, abort, () =>
-    sandbox.native.commands.run(line, {
-      background: true,
-      user: "root",
-      timeoutMs: 60_000,
-      ...(ctx.options.requestTimeoutMs === undefined
-        ? {}
-        : { requestTimeoutMs: ctx.options.requestTimeoutMs }),
-    }),
-  );
+  const runAs = (user: string | undefined) =>
+    sandboxCall(ctx, sandbox.id, `kill ${pid}`, abort, () =>
+      sandbox.native.commands.run(line, {
+        background: true,
+        ...(user === undefined ? {} : { user }),
+        timeoutMs: 60_000,
+        ...(ctx.options.requestTimeoutMs === undefined
+          ? {}
+          : { requestTimeoutMs: ctx.options.requestTimeoutMs }),
+      }),
+    );
+  let handle: CommandHandle;
+  try {
+    handle = await runAs("root");
+  } catch (error) {
+    if (!(SandboxError.isInstance(error) && /\[permission_denied\]/.test(error.message))) throw error;
+    handle = await runAs(ctx.options.user);
+  }
   const exit = await waitForExit(handle);
   if (exit.exitCode === 3) {
     throw new SandboxError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`);

@@ -21,6 +21,8 @@ function requestOptions(ctx: CommandContext, signal: AbortSignal, streamed = fal
 }
 
 function typeOf(entry: EntryInfo): FileType {
+  // envd describes a symlink by its target's type and says it is one through symlinkTarget.
+  if (entry.symlinkTarget !== undefined) return "symlink";
   // The SDK leaves the type out for anything but files, directories and symlinks (fifos, sockets, devices).
   return entry.type === "file" || entry.type === "dir" || entry.type === "symlink" ? entry.type : "other";
 }
@@ -136,13 +138,71 @@ export async function writeFileStream(
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
 }
 
-/** Lists one directory level. */
+/** envd's ListDir entry as the SDK's Connect client returns it (spec/envd/filesystem/filesystem.proto). */
+interface RawEntry {
+  name: string;
+  type: number;
+  path: string;
+  size: bigint | number;
+  mode: number;
+  modifiedTime?: { seconds: bigint | number; nanos: number } | undefined;
+  symlinkTarget?: string | undefined;
+}
+
+/** The SDK's Connect client of envd's filesystem service (an internal of `e2b`, pinned by version). */
+interface RawFilesystemClient {
+  listDir(
+    request: { path: string; depth: number },
+    options: { headers: Record<string, string>; signal: AbortSignal },
+  ): Promise<{ entries: RawEntry[] }>;
+}
+
+/** envd's FileType: 1 file, 2 directory; anything else (fifo, socket, device, dangling link) is unknown. */
+function rawFileInfo(entry: RawEntry): FileInfo {
+  const type: FileType =
+    entry.symlinkTarget !== undefined
+      ? "symlink"
+      : entry.type === 1
+        ? "file"
+        : entry.type === 2
+          ? "dir"
+          : "other";
+  const info: FileInfo = { name: entry.name, path: entry.path, type, size: Number(entry.size) };
+  if (entry.modifiedTime) {
+    info.mtime = new Date(
+      Number(entry.modifiedTime.seconds) * 1000 + Math.floor(entry.modifiedTime.nanos / 1e6),
+    );
+  }
+  info.mode = entry.mode;
+  return info;
+}
+
+/**
+ * Lists one directory level. The SDK's `files.list` drops every entry envd types as unknown — dangling
+ * symlinks, fifos, sockets, devices — so the listing asks envd through the SDK's own Connect client and
+ * keeps them. Should that client not be there (another SDK version) or the call fail, the SDK's `list`
+ * answers instead (it maps envd's errors to the SDK's error classes).
+ */
 export async function listFiles(
   ctx: CommandContext,
   sandbox: E2BDriverSandbox,
   path: string,
   signal: AbortSignal,
 ): Promise<FileInfo[]> {
+  const client = (sandbox.native.files as unknown as { rpc?: Partial<RawFilesystemClient> }).rpc;
+  if (typeof client?.listDir === "function") {
+    const user = ctx.options.user;
+    const headers: Record<string, string> =
+      user === undefined ? {} : { Authorization: `Basic ${Buffer.from(`${user}:`).toString("base64")}` };
+    const timeout = ctx.options.requestTimeoutMs ?? 60_000;
+    const raw = await client
+      .listDir(
+        { path, depth: 1 },
+        { headers, signal: AbortSignal.any([signal, AbortSignal.timeout(timeout)]) },
+      )
+      .catch(() => undefined);
+    if (raw) return raw.entries.map(rawFileInfo);
+  }
   const entries = await sandboxCall(ctx, sandbox.id, op("list", path), signal, () =>
     sandbox.native.files.list(path, { ...requestOptions(ctx, signal), depth: 1 }),
   );

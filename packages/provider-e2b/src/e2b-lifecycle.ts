@@ -12,6 +12,7 @@ import { toE2BError } from "./e2b-errors.js";
 import { egressRules } from "./e2b-network.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
 import {
+  boundedCall,
   connectionOptions,
   type E2BSandbox,
   forgetSandbox,
@@ -70,7 +71,7 @@ export async function createSandbox(
   if (spec.env) opts.envs = { ...spec.env };
   if (spec.network) opts.network = egressRules(spec.network.egress);
   const template = spec.template ?? options.template;
-  const sandbox = await Sandbox.create(template, opts);
+  const sandbox = await boundedCall(options, "create", Sandbox.create(template, opts), signal);
   return wrap(options, sandbox);
 }
 
@@ -87,7 +88,12 @@ export async function connectSandbox(
     );
   }
   const { Sandbox } = await loadE2B(options);
-  const sandbox = await Sandbox.connect(id, connectionOptions(options, signal));
+  const sandbox = await boundedCall(
+    options,
+    `connect ${id}`,
+    Sandbox.connect(id, connectionOptions(options, signal)),
+    signal,
+  );
   return wrap(options, sandbox);
 }
 

@@ -8,6 +8,9 @@ import {
 } from "@sbox/core/spec";
 import { E2B_PROVIDER_NAME } from "./e2b-capabilities.js";
 
+/** The preview URL of a sandbox port: E2B's is `https://<port>-<id>.<domain>` (the SDK's `getHost`). */
+export type E2BPreviewUrl = (target: { sandboxId: string; port: number; host: string }) => string;
+
 /** Options of {@link e2b}. Every field is optional; without any, `E2B_API_KEY` and E2B's defaults are used. */
 export interface E2BProviderOptions {
   /** E2B API key; defaults to the `E2B_API_KEY` environment variable. Never put into an error message. */
@@ -36,6 +39,11 @@ export interface E2BProviderOptions {
   sandboxUrl?: string | undefined;
   /** Extra headers on control-plane requests. */
   headers?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The URL `ports.expose()` returns (default `https://<host>`, `host` being E2B's `<port>-<id>.<domain>`):
+   * for self-hosted E2B and emulators whose proxy is reached another way.
+   */
+  previewUrl?: E2BPreviewUrl | undefined;
 }
 
 /** Options after defaults. */
@@ -50,6 +58,7 @@ export interface ResolvedE2BOptions {
   readonly apiUrl: string | undefined;
   readonly sandboxUrl: string | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly previewUrl: E2BPreviewUrl;
 }
 
 /** The template E2B uses when none is named. */
@@ -82,6 +91,7 @@ const E2B_OPTION_RULES: ProviderOptionRules = {
       ? undefined
       : "must be an object of strings",
   ),
+  previewUrl: optionRules.function(),
 };
 
 /**
@@ -114,5 +124,6 @@ export function resolveE2BOptions(options: E2BProviderOptions): ResolvedE2BOptio
     apiUrl: options.apiUrl,
     sandboxUrl: options.sandboxUrl,
     headers: options.headers,
+    previewUrl: options.previewUrl ?? (({ host }) => `https://${host}`),
   };
 }

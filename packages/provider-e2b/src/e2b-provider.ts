@@ -106,7 +106,8 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     doFork: (s, { signal, count }) => forkSandbox(resolved, s, count, signal),
 
     doDispose: () => closeE2B(resolved),
-    doExposePort: async (s, port, { private: isPrivate }) => exposePort(s, port, isPrivate),
+    doExposePort: async (s, port, { private: isPrivate }) =>
+      exposePort(s, port, isPrivate, resolved.previewUrl),
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       const rules = egressRules(policy);
       const { Sandbox } = await loadE2B(resolved);

@@ -89,6 +89,50 @@ export function deadlineSignal(ms: number, signal?: AbortSignal): AbortSignal {
   return signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
 }
 
+/** How long past the request deadline {@link boundedCall} waits for the SDK to end a call itself. */
+const DEADLINE_GRACE_MS = 1_000;
+
+/**
+ * `work` (one SDK call that should answer within the request deadline), or a `Timeout` once the deadline
+ * and a short grace passed without it settling. The SDK ends such a call itself through the signal it was
+ * given, but it combines that signal with its own timeout through `AbortSignal.any()`, whose result Node
+ * 20 may collect while the request is pending: the call then never ends on a silent remote (the kit's
+ * deadline case saw `create()` and a command's start hang). This timer is the provider's own.
+ */
+export function boundedCall<T>(
+  options: ResolvedE2BOptions,
+  operation: string,
+  work: Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const ms = (options.requestTimeoutMs ?? 60_000) + DEADLINE_GRACE_MS;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      work.catch(() => undefined);
+      reject(new SandboxError("Timeout", `e2b ${operation}: no answer within ${ms} ms`, { retryable: true }));
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      work.catch(() => undefined);
+      reject(signal?.reason);
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** The signal of one unary SDK call: the caller's, with the request deadline on it. */
 export function unarySignal(options: ResolvedE2BOptions, signal?: AbortSignal): AbortSignal {
   return deadlineSignal(options.requestTimeoutMs ?? 60_000, signal);

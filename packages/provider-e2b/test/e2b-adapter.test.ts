@@ -1,6 +1,6 @@
 /**
- * The adapter against the local test server, one sandbox lifecycle at a time. The last test checks that
- * every control-plane route and envd RPC the adapter calls was exercised here.
+ * The adapter against the E2B emulator of `@sbox/emulators`, one sandbox lifecycle at a time. The last test
+ * checks that every control-plane route and envd RPC the adapter calls was exercised here.
  */
 import { createSandboxClient, type Sandbox } from "@sbox/core";
 import { SandboxError } from "@sbox/core/spec";
@@ -12,7 +12,7 @@ beforeAll(async () => {
   env = await startTestEnv();
 });
 afterAll(async () => {
-  await env?.server.close();
+  await env?.emulator.close();
 });
 
 const client = () => createSandboxClient({ provider: env.provider() });
@@ -50,7 +50,9 @@ describe("lifecycle", () => {
         const left = info.expiresAt!.getTime() - Date.now();
         expect(left).toBeGreaterThan(60_000);
         expect(left).toBeLessThanOrEqual(120_000);
-        expect(env.server.sandboxes.get(nativeId(sandbox))?.templateID).toBe("other");
+        const other = env.emulator.sandboxRecord(nativeId(sandbox))?.templateID;
+        expect(other).toBeDefined();
+        expect(other).not.toBe("rki5dems9wqfm4r03t7g"); // E2B's base template
         const r = await sandbox.commands.run('printf "%s" "$GREETING"');
         expect(r.stdout).toBe("it's $(here) ü");
         await sandbox.setTimeout(600_000);
@@ -157,15 +159,29 @@ describe("lifecycle", () => {
     });
   });
 
-  test("egress rules go to E2B at create and on change", async () => {
+  test("egress rules go to E2B at create and on change, and E2B enforces them", async () => {
     await withSandbox(
       async (sandbox) => {
-        const record = () => env.server.sandboxes.get(nativeId(sandbox))?.network;
-        expect(record()).toMatchObject({ denyOut: ["0.0.0.0/0"] });
-        await sandbox.network!.setEgress({ allow: ["example.com", "10.0.0.0/8"] });
-        expect(record()).toEqual({ allowOut: ["example.com", "10.0.0.0/8"], denyOut: ["0.0.0.0/0"] });
+        const record = () => env.emulator.sandboxRecord(nativeId(sandbox));
+        expect(record()?.network).toMatchObject({ denyOut: ["0.0.0.0/0"] });
+        expect(record()?.egress).toBe("block-all");
         await sandbox.network!.setEgress("allow-all");
-        expect(record()).toEqual({});
+        expect(record()?.network).toEqual({});
+        expect(record()?.egress).toBe("allow-all");
+        await sandbox.network!.setEgress("block-all");
+        expect(record()?.egress).toBe("block-all");
+        // Allow-lists reach E2B as allowOut over a denied 0.0.0.0/0; a backend without allow-lists
+        // refuses them (400, Validation) instead of accepting rules it would not enforce.
+        const allowed = await codeOf(sandbox.network!.setEgress({ allow: ["example.com", "10.0.0.0/8"] }));
+        if (allowed === "resolved") {
+          expect(record()?.network).toEqual({
+            allowOut: ["example.com", "10.0.0.0/8"],
+            denyOut: ["0.0.0.0/0"],
+          });
+        } else {
+          expect(allowed).toBe("Validation");
+          expect(record()?.egress).toBe("block-all");
+        }
         expect(await codeOf(sandbox.network!.setEgress({ allow: ["has space"] }))).toBe("Validation");
       },
       { network: { egress: "block-all" } },
@@ -418,6 +434,7 @@ test("every control-plane route and envd RPC the adapter calls was exercised", (
     "GET /files",
     "POST /files",
   ];
-  const missing = expected.filter((route) => !env.server.routes.has(route));
+  const seen = env.routes();
+  const missing = expected.filter((route) => !seen.has(route));
   expect(missing).toEqual([]);
 });

@@ -75,10 +75,41 @@ export interface FlyMachine {
   state: FlyMachineStateName;
   region?: string | undefined;
   instance_id?: string | undefined;
+  /** The machine's version (the same value as `instance_id`, which is deprecated). */
+  version?: string | undefined;
   private_ip?: string | undefined;
   config?: FlyMachineConfig | undefined;
   created_at?: string | undefined;
   updated_at?: string | undefined;
+  /** Newest first; a failed boot says why here. */
+  events?: FlyMachineEvent[] | undefined;
+}
+
+/** An entry of a machine's event log. */
+export interface FlyMachineEvent {
+  type?: string | undefined;
+  status?: string | undefined;
+  timestamp?: number | undefined;
+  request?: Record<string, unknown> | undefined;
+}
+
+/** Answer of `GET .../wait` (`WaitMachineResponse`). */
+export interface FlyWaitResponse {
+  ok?: boolean | undefined;
+  state?: FlyMachineStateName | undefined;
+  version?: string | undefined;
+  event_id?: string | undefined;
+}
+
+/** A lease (`Lease`; fly-go reads the same fields under `data`). */
+export interface FlyLease {
+  nonce?: string | undefined;
+  owner?: string | undefined;
+  expires_at?: number | undefined;
+  description?: string | undefined;
+  data?:
+    | { nonce?: string | undefined; owner?: string | undefined; expires_at?: number | undefined }
+    | undefined;
 }
 
 /** Body of `POST /v1/apps/{app}/machines/{id}/exec` (`MachineExecRequest`; the string `cmd` is deprecated). */
@@ -99,7 +130,9 @@ export interface FlyExecResponse {
   exit_signal?: number | undefined;
 }
 
-/** Error body of the API: `{ "error": "..." }`. */
+/** Error body of the API: `{ "error": "...", "status": "insufficient_capacity" }`. */
 export interface FlyErrorBody {
   error?: string | undefined;
+  /** Fly's machine-readable code (`unknown`, `insufficient_capacity`, `name_taken`...). */
+  status?: string | undefined;
 }

@@ -3,6 +3,7 @@ import { type FlyFailureContext, flyHttpError, flyNetworkError } from "./fly-err
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 import { type ResolvedFlyOptions, requireCredentials } from "./fly-options.js";
 import { retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
+import { authorizationHeader, tokenSecrets } from "./fly-token.js";
 
 /**
  * Which failures a call may be repeated after:
@@ -20,6 +21,8 @@ export interface FlyCall {
   readonly query?: readonly (readonly [string, string])[] | undefined;
   /** JSON body. */
   readonly body?: unknown;
+  /** Extra headers (the lease nonce). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
   readonly signal: AbortSignal;
   /** What is being done, for error messages: `"exec on machine 3d8d413b29d089"`. */
   readonly operation: string;
@@ -60,7 +63,8 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
     provider: FLY_PROVIDER_NAME,
     fetch: options.fetch,
     requestTimeoutMs: options.requestTimeoutMs,
-    secrets: () => [options.apiToken],
+    // A token pasted with its scheme or as several comma-separated tokens: each bare part is a secret.
+    secrets: () => tokenSecrets(options.apiToken ?? ""),
   });
 
   const once = async (
@@ -71,7 +75,11 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
   ): Promise<{ value: unknown } | { error: SandboxError; retryAfter: string | null }> => {
     const url = new URL(`${options.apiBaseUrl}/v1/apps/${encodeURIComponent(appName)}/machines${call.path}`);
     for (const [key, value] of call.query ?? []) url.searchParams.append(key, value);
-    const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: "application/json" };
+    const headers: Record<string, string> = {
+      ...(call.headers ?? {}),
+      Authorization: authorizationHeader(token),
+      Accept: "application/json",
+    };
     const init: RequestInit = { method: call.method, headers, signal: call.signal };
     if (call.body !== undefined) {
       headers["Content-Type"] = "application/json";

@@ -10,11 +10,13 @@ import { hasStatus } from "./fly-errors.js";
 import type { FlyHttp } from "./fly-http.js";
 import { createMachineRequest } from "./fly-machine-config.js";
 import {
+  acquireLease,
   createMachine,
   destroyMachine,
   getMachine,
   listMachines,
   machineAction,
+  releaseLease,
   waitForState,
 } from "./fly-machines-api.js";
 import { FLY_IDEMPOTENCY_METADATA_KEY, FLY_MANAGED_METADATA_KEY } from "./fly-names.js";
@@ -34,6 +36,21 @@ export interface FlyMachineHandle {
 
 /** Time allowed to destroy a machine whose create failed half-way. */
 const CLEANUP_TIMEOUT_MS = 30_000;
+/** How long this provider holds a machine's lease while it changes the machine (seconds). */
+const LEASE_TTL_SECONDS = 30;
+
+/** Why a failed machine failed, from its newest events. */
+function failureOf(machine: FlyMachine | undefined): string {
+  for (const event of machine?.events ?? []) {
+    if (event.status === "failed" || event.type === "exit") {
+      const detail = event.request?.error ?? event.request?.exit_event;
+      return detail === undefined
+        ? `${event.type ?? "event"} ${event.status ?? ""}`.trim()
+        : JSON.stringify(detail);
+    }
+  }
+  return "no reason recorded";
+}
 
 /** Machine ids are short lowercase hex on Fly; anything outside this alphabet cannot name a machine. */
 const MACHINE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
@@ -77,8 +94,48 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
     return info;
   };
 
-  const startedBy = (id: string, deadline: number, signal: AbortSignal): Promise<void> =>
-    waitForState(http, id, "started", { deadline, signal, budgetMs: options.startTimeoutMs });
+  /**
+   * Waits for a boot: `started`, or `failed` — a machine that cannot boot (an image Fly cannot pull, a
+   * crashing init) fails at once instead of running out the whole start timeout.
+   */
+  const startedBy = async (
+    id: string,
+    deadline: number,
+    signal: AbortSignal,
+    version?: string,
+  ): Promise<void> => {
+    const state = await waitForState(http, id, "started", {
+      deadline,
+      signal,
+      budgetMs: options.startTimeoutMs,
+      orFailed: true,
+      version,
+    });
+    if (state !== "failed") return;
+    const machine = await getMachine(http, id, signal).catch(() => undefined);
+    throw new SandboxError("Provider", `machine ${id} failed to start: ${failureOf(machine)}`, {
+      retryable: false,
+    });
+  };
+
+  /**
+   * Runs a change of machine `id` under its lease, as Fly's own clients do: the lease is taken (a 409
+   * means another client holds it: reported as `Conflict`, nothing is changed), its nonce goes with the
+   * change, and the lease is released afterwards.
+   */
+  const leased = async <T>(
+    id: string,
+    what: string,
+    signal: AbortSignal,
+    change: (nonce: string) => Promise<T>,
+  ): Promise<T> => {
+    const nonce = await acquireLease(http, id, LEASE_TTL_SECONDS, `sbox ${what}`, signal);
+    try {
+      return await change(nonce);
+    } finally {
+      await releaseLease(http, id, nonce, AbortSignal.timeout(CLEANUP_TIMEOUT_MS)).catch(() => undefined);
+    }
+  };
 
   const findByIdempotencyKey = async (key: string, signal: AbortSignal): Promise<FlyMachine | undefined> => {
     const machines = await listMachines(
@@ -129,7 +186,7 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
       const deadline = Date.now() + options.startTimeoutMs;
       const machine = await createOnce(spec, signal);
       try {
-        await startedBy(machine.id, deadline, signal);
+        await startedBy(machine.id, deadline, signal, machine.version ?? machine.instance_id);
       } catch (error) {
         // A machine that never came up is still billed while it exists: remove it before reporting.
         await destroyMachine(http, machine.id, AbortSignal.timeout(CLEANUP_TIMEOUT_MS)).catch(() => {});
@@ -146,7 +203,21 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
 
     async destroy(id, signal) {
       if (!MACHINE_ID.test(id)) return;
-      await destroyMachine(http, id, signal);
+      let nonce: string;
+      try {
+        nonce = await acquireLease(http, id, LEASE_TTL_SECONDS, "sbox destroy", signal);
+      } catch (error) {
+        // Gone already (404), or destroyed and lingering (412): destroy is idempotent.
+        if (hasStatus(error, 404) || hasStatus(error, 412)) return;
+        throw error;
+      }
+      // The lease ends with the machine; releasing it afterwards is only for a destroy that failed.
+      try {
+        await destroyMachine(http, id, signal, nonce);
+      } catch (error) {
+        await releaseLease(http, id, nonce, AbortSignal.timeout(CLEANUP_TIMEOUT_MS)).catch(() => undefined);
+        throw error;
+      }
     },
 
     async getInfo(id, signal) {
@@ -178,11 +249,13 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
       const machine = await getOrNotFound(id, signal);
       if (machine.state === "stopped" || machine.state === "created") return;
       if (isGone(machine)) throw notFound(id, http.app());
-      if (machine.state !== "stopping") await machineAction(http, id, "stop", signal);
+      if (machine.state !== "stopping") {
+        await leased(id, "stop", signal, (nonce) => machineAction(http, id, "stop", signal, nonce));
+      }
       await waitForState(http, id, "stopped", {
         deadline: Date.now() + options.stopTimeoutMs,
         signal,
-        instanceId: machine.instance_id,
+        version: machine.version ?? machine.instance_id,
         budgetMs: options.stopTimeoutMs,
       });
     },
@@ -196,11 +269,13 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
           `only a running machine can be paused; machine ${id} is ${machine.state}`,
         );
       }
-      if (machine.state === "started") await machineAction(http, id, "suspend", signal);
+      if (machine.state === "started") {
+        await leased(id, "pause", signal, (nonce) => machineAction(http, id, "suspend", signal, nonce));
+      }
       await waitForState(http, id, "suspended", {
         deadline: Date.now() + options.stopTimeoutMs,
         signal,
-        instanceId: machine.instance_id,
+        version: machine.version ?? machine.instance_id,
         budgetMs: options.stopTimeoutMs,
       });
     },
@@ -210,9 +285,9 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
       if (isGone(machine)) throw notFound(id, http.app());
       const deadline = Date.now() + options.startTimeoutMs;
       if (machine.state !== "started" && machine.state !== "starting") {
-        await machineAction(http, id, "start", signal);
+        await leased(id, "resume", signal, (nonce) => machineAction(http, id, "start", signal, nonce));
       }
-      await startedBy(id, deadline, signal);
+      await startedBy(id, deadline, signal, machine.version ?? machine.instance_id);
     },
   };
 }

@@ -3,8 +3,10 @@ import type {
   FlyCreateMachineRequest,
   FlyExecRequest,
   FlyExecResponse,
+  FlyLease,
   FlyMachine,
   FlyMachineStateName,
+  FlyWaitResponse,
 } from "./fly-api-types.js";
 import { hasStatus } from "./fly-errors.js";
 import type { FlyHttp } from "./fly-http.js";
@@ -70,33 +72,39 @@ export async function listMachines(
 }
 
 /** The states the wait route can wait for. */
-export type FlyWaitState = "started" | "stopped" | "suspended" | "destroyed";
+export type FlyWaitState = "started" | "stopped" | "suspended" | "destroyed" | "failed";
 
 /**
- * Waits until machine `id` is in `state`, through `GET .../wait?state=...&timeout=...` calls of at most
- * {@link FLY_WAIT_MAX_SECONDS} each, until `deadline` (epoch ms). Fly answers 408 when one call's timeout
- * passes; the loop then asks again. Past the deadline it rejects with `Timeout`, naming the last state
- * seen. `instanceId` is sent when known (Fly requires it to wait for `stopped`).
+ * Waits until machine `id` is in `state` (or, for a boot, in `failed`, so a boot that cannot succeed is
+ * known at once), through `GET .../wait?state=...&timeout=...` calls of at most {@link FLY_WAIT_MAX_SECONDS}
+ * each, until `deadline` (epoch ms). Fly answers 408 when one call's timeout passes; the loop then asks
+ * again. Past the deadline it rejects with `Timeout`, naming the last state seen. The machine's `version`
+ * is sent when known (the API's `instance_id` is its deprecated name). Resolves with the state reached.
  */
 export async function waitForState(
   http: FlyHttp,
   id: string,
   state: FlyWaitState,
-  options: { deadline: number; signal: AbortSignal; instanceId?: string | undefined; budgetMs: number },
-): Promise<void> {
+  options: {
+    deadline: number;
+    signal: AbortSignal;
+    version?: string | undefined;
+    budgetMs: number;
+    orFailed?: boolean | undefined;
+  },
+): Promise<FlyMachineStateName> {
   for (;;) {
     const remaining = options.deadline - Date.now();
     if (remaining <= 0) break;
     const seconds = Math.max(1, Math.min(FLY_WAIT_MAX_SECONDS, Math.ceil(remaining / 1000)));
-    const query: [string, string][] = [
-      ["state", state],
-      ["timeout", String(seconds)],
-    ];
-    if (options.instanceId) query.push(["instance_id", options.instanceId]);
+    const query: [string, string][] = [["state", state]];
+    if (options.orFailed) query.push(["state", "failed"]);
+    query.push(["timeout", String(seconds)]);
+    if (options.version) query.push(["version", options.version]);
     try {
       // The call's deadline is its own `timeout` plus the request deadline: a server that ignores
       // `timeout` cannot hold it longer.
-      await http.request<unknown>({
+      const answer = await http.request<FlyWaitResponse | undefined>({
         method: "GET",
         path: `${machinePath(id)}/wait`,
         query,
@@ -105,7 +113,7 @@ export async function waitForState(
         retry: "idempotent",
         waitsMs: Math.min(remaining, seconds * 1000),
       });
-      return;
+      return answer?.state ?? state;
     } catch (error) {
       if (options.signal.aborted)
         throw abortErrorOf(options.signal, `waiting for machine ${id} to be ${state}`);
@@ -177,29 +185,93 @@ export async function execMachine(
   }
 }
 
-/** `POST .../stop`, `.../suspend` or `.../start`. */
+/** The header a lease's nonce travels in. */
+export const LEASE_NONCE_HEADER = "fly-machine-lease-nonce";
+
+function nonceHeaders(nonce: string | undefined): Record<string, string> | undefined {
+  return nonce ? { [LEASE_NONCE_HEADER]: nonce } : undefined;
+}
+
+/** `POST .../stop`, `.../suspend` or `.../start`, under the lease `nonce` when one is held. */
 export function machineAction(
   http: FlyHttp,
   id: string,
   action: "stop" | "suspend" | "start",
   signal: AbortSignal,
+  nonce?: string | undefined,
 ): Promise<unknown> {
   return http.request<unknown>({
     method: "POST",
     path: `${machinePath(id)}/${action}`,
+    headers: nonceHeaders(nonce),
     signal,
     operation: `${action} machine ${id}`,
     retry: "refused-only",
   });
 }
 
+/** `POST .../lease`: takes the machine's lease for `ttlSeconds`; its nonce. */
+export async function acquireLease(
+  http: FlyHttp,
+  id: string,
+  ttlSeconds: number,
+  description: string,
+  signal: AbortSignal,
+): Promise<string> {
+  const lease = await http.request<FlyLease | undefined>({
+    method: "POST",
+    path: `${machinePath(id)}/lease`,
+    body: { ttl: ttlSeconds, description },
+    signal,
+    operation: `lease machine ${id}`,
+    retry: "refused-only",
+  });
+  const nonce = lease?.nonce ?? lease?.data?.nonce;
+  if (typeof nonce !== "string" || nonce === "") {
+    throw new SandboxError(
+      "Provider",
+      `lease machine ${id}: the Fly Machines API answered a lease without a nonce`,
+      {},
+    );
+  }
+  return nonce;
+}
+
+/** `DELETE .../lease` with the nonce; a lease that already ended is no error. */
+export async function releaseLease(
+  http: FlyHttp,
+  id: string,
+  nonce: string,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    await http.request<unknown>({
+      method: "DELETE",
+      path: `${machinePath(id)}/lease`,
+      headers: nonceHeaders(nonce),
+      signal,
+      operation: `release the lease of machine ${id}`,
+      retry: "idempotent",
+    });
+  } catch (error) {
+    if (hasStatus(error, 404) || hasStatus(error, 409)) return;
+    throw error;
+  }
+}
+
 /** `DELETE /v1/apps/{app}/machines/{id}?force=true`; resolves when the machine is already gone (404). */
-export async function destroyMachine(http: FlyHttp, id: string, signal: AbortSignal): Promise<void> {
+export async function destroyMachine(
+  http: FlyHttp,
+  id: string,
+  signal: AbortSignal,
+  nonce?: string | undefined,
+): Promise<void> {
   try {
     await http.request<unknown>({
       method: "DELETE",
       path: machinePath(id),
       query: [["force", "true"]],
+      headers: nonceHeaders(nonce),
       signal,
       operation: `destroy machine ${id}`,
       retry: "idempotent",

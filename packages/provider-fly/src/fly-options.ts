@@ -4,6 +4,7 @@ import {
   optionRules,
   type ProviderOptionRules,
   SandboxError,
+  type SettingParser,
   type SettingSource,
   settingParsers,
   validateProviderOptions,
@@ -12,6 +13,13 @@ import { FLY_PROVIDER_NAME } from "./fly-names.js";
 
 /** The public Machines API endpoint. */
 export const DEFAULT_FLY_API_BASE_URL = "https://api.machines.dev";
+/**
+ * The longest one exec call may run, in seconds: Fly's Machines API answers 408 past about 30 seconds
+ * whatever `timeout` asks for. Commands that run longer go through the core's detached-command
+ * emulation, whose execs are short.
+ */
+export const FLY_EXEC_LIMIT_SECONDS = 30;
+
 /** The image machines are created from unless the spec's `template` or the `image` option names another. */
 export const DEFAULT_FLY_IMAGE = "registry-1.docker.io/library/alpine:3.20";
 
@@ -53,7 +61,7 @@ export interface FlyProviderOptions {
   startTimeoutMs?: number | undefined;
   /** How long `stop()` and `pause()` wait for `stopped` / `suspended` (default 60 000 ms). */
   stopTimeoutMs?: number | undefined;
-  /** Time limit Fly applies to one exec call, in seconds (default 300). */
+  /** Time limit sent with one exec call, in seconds (default and most {@link FLY_EXEC_LIMIT_SECONDS}, Fly's own limit). */
   execTimeoutSeconds?: number | undefined;
   /**
    * Deadline of one call of the Machines API in ms (default 30 000): Fly's answer must begin within it and
@@ -88,6 +96,16 @@ export interface ResolvedFlyOptions {
 
 const fly = (source: SettingSource<number>, fallback: number): number =>
   loadSetting(FLY_PROVIDER_NAME, source, fallback);
+
+/** At most Fly's own exec limit: its exec answers 408 past that whatever it is asked. */
+const execTimeoutSeconds: SettingParser<number> = (raw, from) => {
+  const seconds = settingParsers.positiveNumber(raw, from);
+  return seconds <= FLY_EXEC_LIMIT_SECONDS
+    ? seconds
+    : invalidSetting(
+        `be at most ${FLY_EXEC_LIMIT_SECONDS} (Fly's exec answers 408 past that whatever it is asked; longer commands run detached through the core's emulation anyway)`,
+      );
+};
 
 /** Every option of {@link fly} and what it takes: anything else is refused, not ignored. */
 const FLY_OPTION_RULES: ProviderOptionRules = {
@@ -174,7 +192,10 @@ export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFly
       60_000,
     ),
     execTimeoutSeconds: Math.ceil(
-      fly({ option: "execTimeoutSeconds", value: options.execTimeoutSeconds, parse: positiveNumber }, 300),
+      fly(
+        { option: "execTimeoutSeconds", value: options.execTimeoutSeconds, parse: execTimeoutSeconds },
+        FLY_EXEC_LIMIT_SECONDS,
+      ),
     ),
     requestTimeoutMs: fly(
       { option: "requestTimeoutMs", value: options.requestTimeoutMs, parse: positiveNumber },

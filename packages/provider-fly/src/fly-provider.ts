@@ -6,6 +6,7 @@ import { type FlyMachineHandle, flyLifecycle } from "./fly-lifecycle.js";
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 import { type FlyProviderOptions, resolveFlyOptions } from "./fly-options.js";
 import { flyPorts } from "./fly-ports.js";
+import { tokenSecrets } from "./fly-token.js";
 
 /** Spec fields a Fly machine honours at create. */
 const FLY_HONOURS: readonly SpecField[] = [
@@ -52,8 +53,9 @@ export function fly(options: FlyProviderOptions = {}): FlyProvider {
     capabilities: flyCapabilities,
     flags: flyFlags,
     honours: FLY_HONOURS,
-    // The core scrubs the token from every error, cause chain included.
-    secrets: () => [resolved.apiToken],
+    // The core scrubs the token from every error, cause chain included (each bare part of a token
+    // pasted with its scheme or as several tokens too).
+    secrets: () => tokenSecrets(resolved.apiToken ?? ""),
     doCreate: (spec, { signal }) => lifecycle.create(spec, signal),
     doConnect: (id, { signal }) => lifecycle.connect(id, signal),
     doDestroy: (sandbox, { signal }) => lifecycle.destroy(sandbox.id, signal),

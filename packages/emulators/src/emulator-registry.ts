@@ -1,0 +1,53 @@
+/**
+ * The emulators `sbox emulate <vendor>` can start, each loaded only when chosen. A vendor added to this
+ * package adds one entry here; the CLI lists and starts whatever is registered.
+ */
+import type { EmulatorBackendInput } from "./backend.js";
+
+/** What every emulator's `start` resolves to. */
+export interface RunningEmulator {
+  /** The main URL (the API clients talk to). */
+  readonly url: string;
+  /** Exactly the environment variables the vendor's client needs. */
+  readonly env: Readonly<Record<string, string>>;
+  /** The backend provider machines run on. */
+  readonly backend: string;
+  /** Stops the emulator and destroys every machine it made. */
+  close(): Promise<void>;
+}
+
+/** Options every emulator takes. */
+export interface CommonEmulatorOptions {
+  readonly backend?: EmulatorBackendInput | undefined;
+  readonly port?: number | undefined;
+  readonly host?: string | undefined;
+}
+
+/** One registered emulator. */
+export interface EmulatorVendor {
+  /** What it emulates, for `sbox emulate --help`. */
+  readonly description: string;
+  /** The client the printed variables are for. */
+  readonly client: string;
+  start(options: CommonEmulatorOptions): Promise<RunningEmulator>;
+}
+
+/** Every emulator of this package, by vendor name. */
+export const EMULATORS: Readonly<Record<string, EmulatorVendor>> = {
+  e2b: {
+    description: "E2B: control plane, envd and the sandbox proxy",
+    client: "the e2b SDK",
+    async start(options) {
+      const { startE2BEmulator } = await import("./e2b/e2b-emulator.js");
+      return startE2BEmulator(options);
+    },
+  },
+  fly: {
+    description: "Fly Machines: the Machines API, leases, exec, /wait and a Fly Proxy stand-in",
+    client: "fly-go, flyctl's Machines calls and @sbox/provider-fly",
+    async start(options) {
+      const { startFlyEmulator } = await import("./fly/fly-emulator.js");
+      return startFlyEmulator(options);
+    },
+  },
+};
