@@ -14,6 +14,7 @@ import {
   type Server,
   ServerResponse,
 } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 
 /** A request as fault rules and the request log see it. */
@@ -122,11 +123,13 @@ export interface HttpServerOptions {
   readonly faults?: FaultInjector | undefined;
   /** Shared log. */
   readonly log?: RequestLogEntry[] | undefined;
+  /** Serve HTTPS with this key and certificate (PEM), as vendors whose clients insist on TLS need. */
+  readonly tls?: { readonly key: string; readonly cert: string } | undefined;
 }
 
 /** A listening server. */
 export interface EmulatorHttpServer {
-  /** `http://host:port` */
+  /** `http://host:port` (`https://` with `tls`) */
   readonly url: string;
   readonly port: number;
   readonly faults: FaultInjector;
@@ -212,7 +215,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const faults = (options.faults ?? createFaultInjector()) as ReturnType<typeof createFaultInjector>;
   const log = options.log ?? [];
   const stalled = new Set<ServerResponse>();
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://emulator");
     const entry: RequestLogEntry = { method: req.method ?? "GET", path: url.pathname, at: new Date() };
     log.push(entry);
@@ -287,7 +290,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
         sendJson(target, 500, options.errorBody(500, `${options.name}: ${message}`));
       }
     }
-  });
+  };
+  const server: Server = options.tls
+    ? (createHttpsServer({ key: options.tls.key, cert: options.tls.cert }, onRequest) as unknown as Server)
+    : createServer(onRequest);
   server.on("upgrade", (req, socket: Socket, head) => {
     if (options.onUpgrade) {
       options.onUpgrade(req, socket, head);
@@ -309,7 +315,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const { port } = server.address() as AddressInfo;
   const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
   return {
-    url: `http://${hostForUrl}:${port}`,
+    url: `${options.tls ? "https" : "http"}://${hostForUrl}:${port}`,
     port,
     faults,
     log,
