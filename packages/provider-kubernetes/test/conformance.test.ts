@@ -1,0 +1,52 @@
+/**
+ * The conformance kit against the provider through the Kubernetes emulator (pods are containers of the
+ * local Docker Engine, from the busybox image, so the core's emulations need no GNU tools): once as
+ * declared, once primitives-only (every emulatable driver method hidden, so the core's emulations run over
+ * Kubernetes exec). The egress cases run on the Debian image (python3 as the HTTP client). Afterwards the
+ * emulator lists no pod of this run, and the backend keeps no container.
+ */
+import { runConformance } from "@sbox/conformance/vitest";
+import { afterAll, describe, expect, test } from "vitest";
+import {
+  DEBIAN_IMAGE,
+  ENGINE,
+  hasImage,
+  SKIP_NOTE,
+  startTestEmulator,
+  TEST_IMAGE,
+  testProvider,
+} from "./kubernetes-test-env.js";
+
+const EGRESS_CASES = ["network.egress.block-all", "network.egress.at-create", "network.egress.allow-list"];
+const WGET_CRASH = `busybox 1.35 wget segfaults with -T (the kit's HTTP client); run on ${DEBIAN_IMAGE} below`;
+
+const emulator = ENGINE.ok ? await startTestEmulator() : undefined;
+
+if (emulator) {
+  const exclude = Object.fromEntries(EGRESS_CASES.map((id) => [id, WGET_CRASH]));
+  const provider = () => testProvider(emulator, { image: TEST_IMAGE });
+  runConformance({ provider, exclude, label: "kubernetes (emulator, busybox)" });
+  runConformance({ provider, exclude, primitivesOnly: true, label: "kubernetes (emulator, busybox)" });
+  if (hasImage(DEBIAN_IMAGE)) {
+    const debian = () => testProvider(emulator, { image: DEBIAN_IMAGE });
+    runConformance({ provider: debian, only: EGRESS_CASES, label: "kubernetes (emulator, debian, egress)" });
+    runConformance({
+      provider: debian,
+      only: EGRESS_CASES,
+      primitivesOnly: true,
+      label: "kubernetes (emulator, debian, egress)",
+    });
+  } else if (process.env.CI)
+    throw new Error(`CI is set but ${DEBIAN_IMAGE} is missing (scripts/build-debian-image.sh builds it)`);
+}
+
+describe.skipIf(!emulator)(`kubernetes conformance cleanup${SKIP_NOTE}`, () => {
+  afterAll(async () => {
+    await emulator?.close();
+  });
+  test("no pod of this run is left on the emulator, and no container on the backend", async () => {
+    expect(emulator?.podNames().filter((name) => name.startsWith("default/sbox-"))).toEqual([]);
+    await emulator?.close();
+    expect(emulator?.machines).toBe(0);
+  });
+});
