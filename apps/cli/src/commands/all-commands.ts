@@ -3,6 +3,7 @@ import type { CommandDefinition } from "./command-definition.js";
 import { cpCommand } from "./cp.js";
 import { createCommand } from "./create.js";
 import { doctorCommand } from "./doctor.js";
+import { emulateCommand } from "./emulate.js";
 import { execCommand } from "./exec.js";
 import { infoCommand } from "./info.js";
 import { logsCommand } from "./logs.js";
@@ -36,6 +37,7 @@ export const ALL_COMMANDS: readonly CommandDefinition[] = [
   portCommand,
   capsCommand,
   doctorCommand,
+  emulateCommand,
 ];
 
 /** Alternative names accepted on the command line. */
