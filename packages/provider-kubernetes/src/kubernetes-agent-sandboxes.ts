@@ -259,12 +259,17 @@ export class AgentSandboxes implements SandboxObjects {
     const sandbox = await this.sandboxOf(id, signal);
     if (!sandbox) throw kubernetesError("InvalidState", `kubernetes: the claim ${id} has no sandbox yet`);
     const apis = await this.cluster.apis();
-    const target = {
-      namespace: apis.namespace,
-      pod: sandbox.metadata?.annotations?.[POD_NAME_ANNOTATION] || sandbox.metadata?.name || id,
-      container: CONTAINER_NAME,
-    };
-    if (!this.claims || target.pod) this.pods.set(id, target);
+    const pod = sandbox.metadata?.annotations?.[POD_NAME_ANNOTATION] || sandbox.metadata?.name || id;
+    let container = CONTAINER_NAME;
+    if (this.claims) {
+      // A claim's pod comes from the warm pool's template, whose container may have any name.
+      const found = await this.cluster.call("read pod", signal, (a, options) =>
+        a.core.readNamespacedPod({ name: pod, namespace: a.namespace }, options),
+      );
+      container = found.spec?.containers?.[0]?.name ?? CONTAINER_NAME;
+    }
+    const target = { namespace: apis.namespace, pod, container };
+    this.pods.set(id, target);
     return target;
   }
 
