@@ -134,9 +134,9 @@ describe.skipIf(missing !== undefined)(
       expect(readFileSync(join(dir, "index.html"), "utf8")).toBe("hello-from-pod\n");
     });
 
-    test("port-forward reaches the pod's server from a local port", async () => {
+    const portForward = async (env: Record<string, string>) => {
       const child = spawn("kubectl", ["port-forward", "pod/web", ":8080"], {
-        env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") },
+        env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig"), ...env },
       });
       children.add(child);
       try {
@@ -162,6 +162,23 @@ describe.skipIf(missing !== undefined)(
         child.kill("SIGTERM");
         children.delete(child);
       }
+    };
+
+    test("port-forward reaches the pod's server from a local port (SPDY tunnelled in a WebSocket)", async () => {
+      await portForward({});
+    });
+
+    test("the SPDY fallbacks work too: exec and port-forward with kubectl's WebSockets switched off", async () => {
+      const off = { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: "false", KUBECTL_PORT_FORWARD_WEBSOCKETS: "false" };
+      const result = await kubectl(
+        ["exec", "-i", "web", "--", "sh", "-c", "cat; echo done >&2; exit 4"],
+        "over spdy\n",
+        off,
+      );
+      expect(result.code).toBe(4);
+      expect(result.stdout.toString()).toBe("over spdy\n");
+      expect(result.stderr).toContain("done");
+      await portForward(off);
     });
 
     test("logs shows the container's output", async () => {
