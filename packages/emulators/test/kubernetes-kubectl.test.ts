@@ -45,10 +45,14 @@ describe.skipIf(missing !== undefined)(
     let dir: string;
     const children = new Set<ChildProcess>();
 
-    const kubectl = (args: string[], input?: Buffer | string): Promise<Run> =>
+    const kubectl = (
+      args: string[],
+      input?: Buffer | string,
+      env: Record<string, string> = {},
+    ): Promise<Run> =>
       new Promise((resolve, reject) => {
         const child = spawn("kubectl", args, {
-          env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig") },
+          env: { ...process.env, KUBECONFIG: join(dir, "kubeconfig"), ...env },
           stdio: ["pipe", "pipe", "pipe"],
         });
         children.add(child);

@@ -153,7 +153,7 @@ export function streamingUpgrades(
       socket.write(
         `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${chosen}\r\n\r\n`,
       );
-      context.logRequest(req, route, 101);
+      context.logRequest(req, `${route} (SPDY/3.1, ${chosen})`, 101);
       socket.setNoDelay(true);
       const session: SpdySession = new SpdySession(
         {
@@ -184,7 +184,7 @@ export function streamingUpgrades(
       return true;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      context.logRequest(req, route, 101);
+      context.logRequest(req, `${route} (WebSocket, ${ws.protocol})`, 101);
       if (subresource === "portforward" && ws.protocol === PORT_FORWARD_PROTOCOLS[0]) {
         const session = new SpdySession(
           {
