@@ -12,7 +12,7 @@ import { kubernetes } from "../src/index.js";
 import { RUN_ID, RUN_LABEL } from "./kubernetes-test-env.js";
 
 const kubeconfig = process.env.KUBECONFIG;
-const live = Boolean(kubeconfig && kubeconfig.split(":").some((path) => existsSync(path)));
+const live = Boolean(kubeconfig?.split(":").some((path) => existsSync(path)));
 
 describe.skipIf(!live)("kubernetes live conformance (needs KUBECONFIG pointing at a cluster)", () => {
   if (!live) {
