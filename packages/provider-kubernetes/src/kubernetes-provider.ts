@@ -30,6 +30,7 @@ import { PodSandboxes } from "./kubernetes-pods.js";
 import { PortForwards } from "./kubernetes-port-forward.js";
 import { createPty } from "./kubernetes-pty.js";
 import type { KubernetesSandboxNative, SandboxObjects } from "./kubernetes-sandboxes.js";
+import { ServicePorts } from "./kubernetes-service-ports.js";
 
 /** The Kubernetes provider type (mode `pod`; mode `agent-sandbox` adds `stop`). */
 export type KubernetesProvider = SandboxProvider<
@@ -69,6 +70,10 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
   const cluster = new KubernetesCluster(resolved);
   const exec = new PodExec(cluster);
   const forwards = new PortForwards(cluster);
+  const services =
+    resolved.ports === "port-forward"
+      ? undefined
+      : new ServicePorts(cluster, resolved.ports.service, resolved.ports.nodeHost);
   const objects: SandboxObjects =
     resolved.mode === "agent-sandbox" ? new AgentSandboxes(cluster) : new PodSandboxes(cluster);
   const handle = async (id: string): Promise<DriverSandbox<KubernetesSandboxNative>> => {
@@ -134,6 +139,7 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
     },
     async doDestroy(s: DriverSandbox<KubernetesSandboxNative>, { signal }: { signal: AbortSignal }) {
       await forwards.closeSandbox(s.id);
+      await services?.closeSandbox(s.id, signal);
       await objects.destroy(s.id, signal);
     },
     doGetInfo(s: DriverSandbox<KubernetesSandboxNative>, { signal }: { signal: AbortSignal }) {
@@ -230,18 +236,27 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
         throw kubernetesError("Validation", `invalid ttl ${String(ttlMs)}`);
       await objects.setTimeout(s.id, ttlMs, signal);
     },
-    doExposePort(
+    async doExposePort(
       s: DriverSandbox<KubernetesSandboxNative>,
       port: number,
       { signal }: { signal: AbortSignal },
     ) {
+      if (services) {
+        await objects.find(s.id, signal);
+        return services.expose(s.id, port, resolved.labels, signal);
+      }
       return forwards.expose(s.id, () => target(s, signal), port);
     },
-    async doListPorts(s: DriverSandbox<KubernetesSandboxNative>) {
-      return forwards.list(s.id);
+    async doListPorts(s: DriverSandbox<KubernetesSandboxNative>, { signal }: { signal: AbortSignal }) {
+      return services ? services.list(s.id, signal) : forwards.list(s.id);
     },
-    async doUnexposePort(s: DriverSandbox<KubernetesSandboxNative>, port: number) {
-      await forwards.unexpose(s.id, port);
+    async doUnexposePort(
+      s: DriverSandbox<KubernetesSandboxNative>,
+      port: number,
+      { signal }: { signal: AbortSignal },
+    ) {
+      if (services) await services.unexpose(s.id, port, signal);
+      else await forwards.unexpose(s.id, port);
     },
     async doSetEgress(
       s: DriverSandbox<KubernetesSandboxNative>,
@@ -261,7 +276,7 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
     return defineProvider<KubernetesAgentSandboxCapabilities, KubernetesSandboxNative>({
       ...declaration,
       capabilities: kubernetesAgentSandboxCapabilities,
-      flags: kubernetesAgentSandboxFlags,
+      flags: services ? { ...kubernetesAgentSandboxFlags, previewModel: "ip" } : kubernetesAgentSandboxFlags,
       ...driver,
       async doStop(s, { signal }) {
         await forwards.closeSandbox(s.id);
@@ -275,7 +290,7 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
   return defineProvider<KubernetesCapabilities, KubernetesSandboxNative>({
     ...declaration,
     capabilities: kubernetesCapabilities,
-    flags: kubernetesFlags,
+    flags: services ? { ...kubernetesFlags, previewModel: "ip" } : kubernetesFlags,
     ...driver,
   });
 }

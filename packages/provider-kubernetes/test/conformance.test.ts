@@ -27,6 +27,8 @@ if (emulator) {
   const provider = () => testProvider(emulator, { image: TEST_IMAGE });
   runConformance({ provider, exclude, label: "kubernetes (emulator, busybox)" });
   runConformance({ provider, exclude, primitivesOnly: true, label: "kubernetes (emulator, busybox)" });
+  const nodePorts = () => testProvider(emulator, { image: TEST_IMAGE, ports: { service: "NodePort" } });
+  runConformance({ provider: nodePorts, only: ["ports"], label: "kubernetes (emulator, NodePort services)" });
   if (hasImage(DEBIAN_IMAGE)) {
     const debian = () => testProvider(emulator, { image: DEBIAN_IMAGE });
     runConformance({ provider: debian, only: EGRESS_CASES, label: "kubernetes (emulator, debian, egress)" });

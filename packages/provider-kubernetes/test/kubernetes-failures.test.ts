@@ -130,6 +130,28 @@ describe.skipIf(!ENGINE.ok)(`kubernetes failures through the emulator${SKIP_NOTE
     await client.dispose();
   });
 
+  test("a LoadBalancer service on a cluster without a load-balancer controller is a Timeout naming it, and goes with the sandbox", async () => {
+    const client = createSandboxClient({
+      provider: testProvider(emulator, { ports: { service: "LoadBalancer" }, createTimeoutMs: 1_500 }),
+    });
+    const sandbox = await client.create();
+    const error = await sandbox.ports!.expose(8080).catch((e: unknown) => e);
+    expect((error as SandboxError).code).toBe("Timeout");
+    expect((error as Error).message).toContain("load-balancer controller");
+    const services = await core.listNamespacedService({
+      namespace: "default",
+      labelSelector: `sbox.dev/sandbox=${sandbox.id.slice("kubernetes:".length)}`,
+    });
+    expect(services.items.map((s) => s.spec?.type)).toEqual(["LoadBalancer"]);
+    await sandbox.destroy();
+    const after = await core.listNamespacedService({
+      namespace: "default",
+      labelSelector: `sbox.dev/sandbox=${sandbox.id.slice("kubernetes:".length)}`,
+    });
+    expect(after.items).toEqual([]);
+    await client.dispose();
+  });
+
   test("exec output is byte-exact and the exit code comes from the status channel, even when the command prints a look-alike", async () => {
     const client = createSandboxClient({ provider: testProvider(emulator) });
     const sandbox = await client.create();

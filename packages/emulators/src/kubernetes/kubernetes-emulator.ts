@@ -25,6 +25,7 @@ import { kubeconfigYaml } from "./kubernetes-kubeconfig.js";
 import { Kubelet, type KubernetesImageMap } from "./kubernetes-kubelet.js";
 import { manageNamespaces } from "./kubernetes-namespaces.js";
 import { admitNetworkPolicy, egressForPod } from "./kubernetes-network-policies.js";
+import { serveNodePorts } from "./kubernetes-node-ports.js";
 import type { KubeObject } from "./kubernetes-objects.js";
 import { admitPod, admitPodUpdate, podSpecOf } from "./kubernetes-pod-admission.js";
 import { NAMESPACE, NETWORK_POLICY, NODE, POD } from "./kubernetes-resources.js";
@@ -203,6 +204,7 @@ export async function startKubernetesEmulator(
     for (const runtime of kubelet.all()) if (runtime.namespace === namespace) void runtime.applyEgress();
   });
   const stopAgents = manageAgentSandboxes(store, clock, events);
+  const stopNodePorts = serveNodePorts(store, kubelet, backend, host, events);
 
   const certificate = selfSignedCertificate(host === "0.0.0.0" || host === "::" ? [] : [host]);
   const faults = createFaultInjector(options.faults);
@@ -264,6 +266,7 @@ export async function startKubernetesEmulator(
     });
   } catch (error) {
     stopAgents();
+    await stopNodePorts();
     await kubelet.close();
     await backend.close().catch(() => undefined);
     throw error;
@@ -293,6 +296,7 @@ export async function startKubernetesEmulator(
     close() {
       closing ??= (async () => {
         await server.close();
+        await stopNodePorts();
         stopAgents();
         stopPolicies();
         stopNamespaces();
