@@ -31,21 +31,26 @@ for (const group of ["packages", "apps", "examples"]) {
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const broken = [];
-for (const pkg of packages) {
-  const report = join(reportDir, `${pkg.name.replace(/[@/]/g, "_")}.json`);
-  console.log(`\n=== ${pkg.name} ===`);
+
+/** Runs one vitest suite (`command` in `dir`) writing its JSON report to `report`, and counts it in the totals. */
+function runSuite(label, dir, report, command = "pnpm", prefix = ["exec", "vitest"], env = process.env) {
+  console.log(`\n=== ${label} ===`);
   const started = Date.now();
   const run = spawnSync(
-    "pnpm",
-    ["exec", "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
-    { cwd: pkg.dir, stdio: "inherit", env: process.env },
+    command,
+    [...prefix, "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
+    {
+      cwd: dir,
+      stdio: "inherit",
+      env,
+    },
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (!existsSync(report)) {
-    console.log(`${pkg.name}: vitest wrote no report (exit ${run.status}) after ${seconds}s`);
-    broken.push(pkg.name);
+    console.log(`${label}: vitest wrote no report (exit ${run.status}) after ${seconds}s`);
+    broken.push(label);
     totals.failed += 1;
-    continue;
+    return;
   }
   const result = JSON.parse(readFileSync(report, "utf8"));
   const passed = result.numPassedTests ?? 0;
@@ -59,13 +64,72 @@ for (const pkg of packages) {
   totals.failed += failed + suiteFailures;
   totals.skipped += skipped;
   console.log(
-    `${pkg.name}: ${passed} passed, ${failed + suiteFailures} failed, ${skipped} skipped (${seconds}s)`,
+    `${label}: ${passed} passed, ${failed + suiteFailures} failed, ${skipped} skipped (${seconds}s)`,
   );
   if (run.status !== 0 && failed + suiteFailures === 0) {
-    broken.push(pkg.name);
+    broken.push(label);
     totals.failed += 1;
   }
 }
+
+for (const pkg of packages) {
+  runSuite(pkg.name, pkg.dir, join(reportDir, `${pkg.name.replace(/[@/]/g, "_")}.json`));
+}
+
+// SBOX_TEST_AS_USER=<user> (run as root): the provider-local suite, conformance included, runs a second time
+// as that unprivileged user, from a copy of this built checkout the user owns (it may not be able to reach
+// this one, and vitest writes caches next to the sources). Its conformance reports stay out of the matrix,
+// which describes the run above.
+// biome-ignore lint/suspicious/noUndeclaredEnvVars: set by .ci/run for this script only, never by a build task
+const asUser = process.env.SBOX_TEST_AS_USER;
+if (asUser && (only.length === 0 || only.some((name) => name.includes("provider-local")))) {
+  const asUserCheckout = `/var/tmp/sbox-test-as-${asUser}`;
+  rmSync(asUserCheckout, { recursive: true, force: true });
+  mkdirSync(asUserCheckout, { recursive: true });
+  const copy = spawnSync(
+    "sh",
+    [
+      "-c",
+      'tar -C "$1" --exclude=./.git --exclude=./.test-reports -cf - . | tar -C "$2" -xf - && chown -R "$3" "$2"',
+      "sh",
+      root,
+      asUserCheckout,
+      asUser,
+    ],
+    { stdio: "inherit" },
+  );
+  if (copy.status !== 0) {
+    broken.push(`copy of the checkout for ${asUser}`);
+    totals.failed += 1;
+  }
+  const dir = join(asUserCheckout, "packages", "provider-local");
+  const userReports = join(asUserCheckout, ".test-reports-as-user");
+  mkdirSync(userReports, { recursive: true });
+  spawnSync("chown", ["-R", asUser, userReports]);
+  const home = spawnSync("sh", ["-c", 'getent passwd "$1" | cut -d: -f6', "sh", asUser], {
+    encoding: "utf8",
+  }).stdout.trim();
+  runSuite(
+    `@sbox/provider-local (as the unprivileged user ${asUser})`,
+    dir,
+    join(userReports, "provider-local.json"),
+    "runuser",
+    [
+      "-u",
+      asUser,
+      "--",
+      "env",
+      "-i",
+      `HOME=${home || "/tmp"}`,
+      "PATH=/usr/local/bin:/usr/bin:/bin",
+      "CI=true",
+      `SBOX_CONFORMANCE_REPORT_DIR=${join(userReports, "conformance")}`,
+      "./node_modules/.bin/vitest",
+    ],
+  );
+  rmSync(asUserCheckout, { recursive: true, force: true });
+}
+
 // The conformance report and matrix, built from the reports the suites above wrote (no second kit run).
 const matrixApp = join(root, "apps", "conformance", "dist", "matrix.js");
 if (existsSync(conformanceDir) && existsSync(matrixApp)) {

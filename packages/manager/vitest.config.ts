@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config";
 
 const core = (path: string): string => fileURLToPath(new URL(`../core/src/${path}`, import.meta.url));
 const local = fileURLToPath(new URL("../provider-local/src/index.ts", import.meta.url));
+const docker = fileURLToPath(new URL("../provider-docker/src/index.ts", import.meta.url));
 
 export default defineConfig({
   resolve: {
@@ -11,6 +12,7 @@ export default defineConfig({
       { find: /^@sbox\/core\/spec$/, replacement: core("spec/index.ts") },
       { find: /^@sbox\/core$/, replacement: core("index.ts") },
       { find: /^@sbox\/provider-local$/, replacement: local },
+      { find: /^@sbox\/provider-docker$/, replacement: docker },
     ],
   },
   test: {

@@ -11,6 +11,9 @@ export default defineConfig({
       { find: /^@sbox\/core$/, replacement: sibling("core/src/index.ts") },
       { find: /^@sbox\/conformance\/vitest$/, replacement: sibling("conformance/src/vitest.ts") },
       { find: /^@sbox\/conformance$/, replacement: sibling("conformance/src/index.ts") },
+      { find: /^@sbox\/emulators\/fly$/, replacement: sibling("emulators/src/fly/index.ts") },
+      { find: /^@sbox\/provider-local$/, replacement: sibling("provider-local/src/index.ts") },
+      { find: /^@sbox\/provider-docker$/, replacement: sibling("provider-docker/src/index.ts") },
     ],
   },
   test: {

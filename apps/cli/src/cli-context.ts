@@ -4,6 +4,7 @@ import type { OptionValues } from "./args/parse-command-line.js";
 import { booleanOption, stringListOption, stringOption } from "./args/parse-command-line.js";
 import { usageError } from "./args/usage-error.js";
 import { parseProviderOptions } from "./args/value-parsers.js";
+import { readCliConfig } from "./cli-config.js";
 import type { CliIo } from "./cli-io.js";
 import { type Colours, colourEnabled, createColours } from "./output/colour.js";
 import { toJson } from "./output/json-output.js";
@@ -18,8 +19,10 @@ export interface CliContext {
   /** `--json`: data goes to stdout as JSON, nothing else does. */
   readonly json: boolean;
   readonly debug: boolean;
-  /** The provider chosen by `--provider`, `SBOX_PROVIDER`, or the default. */
+  /** The provider chosen by `--provider`, `SBOX_PROVIDER`, the config file, or the default. */
   readonly providerName: string;
+  /** The options a provider is built with: the config file's for it, then `-o` options on top. */
+  providerOptions(providerName?: string): Record<string, unknown>;
   /** Colours for stdout and stderr (each on only when that stream is a terminal). */
   readonly out: Colours;
   readonly err: Colours;
@@ -51,8 +54,13 @@ export interface CliContext {
 export function createCliContext(io: CliIo, values: OptionValues): CliContext {
   const explicitProvider = stringOption(values, "provider");
   const envProvider = io.env.SBOX_PROVIDER?.trim() || undefined;
-  const providerName = explicitProvider ?? envProvider ?? DEFAULT_PROVIDER;
-  const providerOptions = parseProviderOptions(stringListOption(values, "provider-option"));
+  const config = readCliConfig(io.env);
+  const providerName = explicitProvider ?? envProvider ?? config.provider ?? DEFAULT_PROVIDER;
+  const cliOptions = parseProviderOptions(stringListOption(values, "provider-option"));
+  const optionsOf = (name: string): Record<string, unknown> => ({
+    ...(config.providers?.[name] ?? {}),
+    ...cliOptions,
+  });
   const json = booleanOption(values, "json");
   const debug = booleanOption(values, "debug") || io.env.SBOX_DEBUG === "1";
   const out = createColours(colourEnabled(io.stdout, io.env));
@@ -68,6 +76,7 @@ export function createCliContext(io: CliIo, values: OptionValues): CliContext {
     json,
     debug,
     providerName,
+    providerOptions: (name = providerName) => optionsOf(name),
     out,
     err,
     print(text) {
@@ -97,7 +106,7 @@ export function createCliContext(io: CliIo, values: OptionValues): CliContext {
     provider(name = providerName) {
       let provider = providers.get(name);
       if (!provider) {
-        provider = loadProviderPackage(name, io.cwd).then((pkg) => instantiateProvider(pkg, providerOptions));
+        provider = loadProviderPackage(name, io.cwd).then((pkg) => instantiateProvider(pkg, optionsOf(name)));
         providers.set(name, provider);
       }
       return provider;

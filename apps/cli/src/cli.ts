@@ -50,7 +50,11 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
   const debug = beforeTerminator.includes("--debug") || io.env.SBOX_DEBUG === "1";
   let context: CliContext | undefined;
   try {
-    const index = findCommandIndex(argv);
+    const index = findCommandIndex(
+      argv,
+      ALL_COMMANDS.map((command) => command.options),
+      (token) => findCommand(token) !== undefined || token === "help",
+    );
     if (index === -1) {
       const { values } = parseArgs({
         args: [...beforeTerminator],
@@ -91,13 +95,11 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     }
     const command = findCommand(name);
     if (!command) throw unknownCommand(name);
-    const terminator = rest.indexOf("--");
-    const options = terminator === -1 ? rest : rest.slice(0, terminator);
-    if (options.includes("--help") || options.includes("-h")) {
+    const args = parseCommandLine(rest, command.options, command.name, command);
+    if (args.values.help === true) {
       io.stdout.write(renderCommandHelp(command, stdoutColours));
       return EXIT_CODES.ok;
     }
-    const args = parseCommandLine(rest, command.options, command.name);
     context = createCliContext(io, args.values);
     return await command.run(context, args);
   } catch (error) {

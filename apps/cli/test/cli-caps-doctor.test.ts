@@ -50,6 +50,47 @@ describe("sbox caps", () => {
   });
 });
 
+describe("sbox caps PROVIDER", () => {
+  it("lists one provider's capabilities by area, each with its level and what it gives, then its flags", async () => {
+    const result = await home.run(["caps", "local"]);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.split("\n");
+    expect(lines[0]).toMatch(/^local {2}@sbox\/provider-local$/);
+    for (const area of [
+      "lifecycle",
+      "exec",
+      "files",
+      "code",
+      "network",
+      "state",
+      "placement",
+      "meta",
+      "flags",
+    ]) {
+      expect(lines).toContain(area);
+    }
+    const json = JSON.parse((await home.run(["caps", "--json"])).stdout) as CapsEntry[];
+    const declared = json.find((entry) => entry.name === "local")!.capabilities!;
+    for (const [name, level] of Object.entries(declared)) {
+      expect(lines.find((line) => line.startsWith(`  ${name} `))).toMatch(
+        new RegExp(`^  ${name} +${level} +\\S`),
+      );
+    }
+    // Readable in a terminal: no line of the view is wider than 140 columns.
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(140);
+    const one = JSON.parse((await home.run(["caps", "--json", "local"])).stdout) as {
+      capabilities: Record<string, { level: string; area: string; summary: string }>;
+    };
+    expect(one.capabilities.pty).toMatchObject({ level: declared.pty, area: "exec" });
+  });
+
+  it("an unknown provider names the known ones", async () => {
+    const result = await home.run(["caps", "nonsense"]);
+    expect(result.code).toBe(7);
+    expect(result.stderr).toMatch(/unknown provider "nonsense": the providers are local, docker, e2b, fly/);
+  });
+});
+
 describe("sbox doctor", () => {
   it("reports the default provider ready with a writable SBOX_HOME, and checks bwrap", async () => {
     const result = await home.run(["doctor", "--json"]);

@@ -1,16 +1,60 @@
 /**
- * `sbox emulate`: the Kubernetes emulator started from the CLI prints a kubeconfig kubectl uses as is, keeps
- * serving until SIGTERM, then exits 0 having destroyed every pod's container. Unknown vendors and
- * backends are usage errors. Without kubectl or a Docker Engine the emulator part skips visibly (not in CI).
+ * `sbox emulate`: starts an emulator of @sbox/emulators, prints exactly the variables the vendor's client
+ * needs, serves until interrupted, then destroys every machine it made and exits 0. Kubernetes prints a
+ * kubeconfig kubectl uses as is; without kubectl or a Docker Engine that case skips visibly (not in CI).
  */
+import type { ChildProcess } from "node:child_process";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, test } from "vitest";
-import { runSbox, SBOX_BIN } from "./sbox-harness.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { makeSboxHome, waitUntil } from "./sbox-harness.js";
 
-function missing(): string | undefined {
+const home = makeSboxHome();
+afterAll(() => home.cleanup());
+
+/** Starts `sbox emulate ...` and resolves with its stdout once `ready` says it is complete. */
+async function startEmulate(
+  args: string[],
+  ready: (stdout: string) => boolean,
+): Promise<{ child: ChildProcess; stdout: string; stderr: () => string; exited: Promise<number | null> }> {
+  const child = home.start(["emulate", ...args]);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr!.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  await waitUntil(
+    () => ready(stdout),
+    60_000,
+    `sbox emulate ${args.join(" ")} to print its variables (stderr: ${stderr})`,
+  );
+  return { child, stdout, stderr: () => stderr, exited };
+}
+
+function parseExports(stdout: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of stdout.trim().split("\n")) {
+    const match = /^export ([A-Z0-9_]+)='(.*)'$/.exec(line);
+    if (!match) throw new Error(`not an export line: ${line}`);
+    env[match[1]!] = match[2]!.replaceAll("'\\''", "'");
+  }
+  return env;
+}
+
+async function emulatorMachines(vendor: string): Promise<number> {
+  const listed = await home.run(["ls", "--json", "--label", `sbox-emulator=${vendor}`]);
+  if (listed.code !== 0) throw new Error(listed.stderr);
+  return (JSON.parse(listed.stdout) as unknown[]).length;
+}
+
+/** Why the kubernetes case cannot run here, if it cannot. */
+function kubectlMissing(): string | undefined {
   if (spawnSync("kubectl", ["version", "--client"], { stdio: "ignore", timeout: 20_000 }).status !== 0)
     return "no kubectl";
   if (
@@ -22,8 +66,8 @@ function missing(): string | undefined {
   return undefined;
 }
 
-const why = missing();
-if (why && process.env.CI) throw new Error(`CI is set but ${why}`);
+const kubectlWhy = kubectlMissing();
+if (kubectlWhy && process.env.CI) throw new Error(`CI is set but ${kubectlWhy}`);
 
 function kubectl(args: string[], kubeconfig: string): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
@@ -37,58 +81,90 @@ function kubectl(args: string[], kubeconfig: string): Promise<{ code: number | n
 }
 
 describe("sbox emulate", () => {
-  test("an unknown vendor or backend is a usage error", async () => {
-    const vendor = await runSbox(["emulate", "nosuchcloud"]);
+  it("refuses an unknown vendor or backend with a usage error naming the choices", async () => {
+    const vendor = await home.run(["emulate", "nimbus"]);
     expect(vendor.code).toBe(2);
-    expect(vendor.stderr).toContain("unknown vendor");
-    const backend = await runSbox(["emulate", "kubernetes", "--backend", "vm"]);
+    expect(vendor.stderr).toMatch(/unknown vendor "nimbus".*e2b, fly/);
+    const backend = await home.run(["emulate", "e2b", "--backend", "kvm"]);
     expect(backend.code).toBe(2);
-    expect(backend.stderr).toContain("--backend");
+    expect(backend.stderr).toMatch(/--backend must be local or docker/);
+    expect((await home.run(["emulate"])).code).toBe(2);
   });
 
-  test.skipIf(why !== undefined)(
-    `kubernetes prints a kubeconfig that kubectl uses, and cleans up on SIGTERM${why ? ` (SKIPPED: ${why})` : ""}`,
+  it("e2b: prints the four variables, serves the E2B API, and on SIGINT destroys its sandboxes and exits 0", async () => {
+    const before = await emulatorMachines("e2b");
+    const run = await startEmulate(["e2b"], (out) => out.split("\n").filter(Boolean).length >= 4);
+    try {
+      const env = parseExports(run.stdout);
+      expect(Object.keys(env).sort()).toEqual([
+        "E2B_API_KEY",
+        "E2B_API_URL",
+        "E2B_DOMAIN",
+        "E2B_SANDBOX_URL",
+      ]);
+      const created = await fetch(`${env.E2B_API_URL}/sandboxes`, {
+        method: "POST",
+        headers: { "X-API-Key": env.E2B_API_KEY!, "Content-Type": "application/json" },
+        body: JSON.stringify({ templateID: "base", timeout: 300 }),
+      });
+      expect(created.status, await created.clone().text()).toBe(201);
+      expect((await created.json()) as object).toHaveProperty("sandboxID");
+      expect(await emulatorMachines("e2b")).toBe(before + 1);
+      run.child.kill("SIGINT");
+      expect(await run.exited, run.stderr()).toBe(0);
+      expect(run.stderr()).toMatch(/SIGINT: stopping the emulator/);
+      expect(await emulatorMachines("e2b")).toBe(before);
+    } finally {
+      run.child.kill("SIGKILL");
+    }
+  });
+
+  it("fly --json: an object with the Machines API URL, a FlyV1 token and the app; SIGTERM stops it", async () => {
+    const run = await startEmulate(["fly", "--json"], (out) => out.trim().endsWith("}"));
+    try {
+      const printed = JSON.parse(run.stdout) as { vendor: string; url: string; env: Record<string, string> };
+      expect(printed.vendor).toBe("fly");
+      expect(printed.env.FLY_API_TOKEN).toMatch(/^FlyV1 fm2_/);
+      const listed = await fetch(`${printed.env.FLY_API_HOSTNAME}/v1/apps/${printed.env.FLY_APP}/machines`, {
+        headers: { Authorization: printed.env.FLY_API_TOKEN! },
+      });
+      expect(listed.status).toBe(200);
+      expect(await listed.json()).toEqual([]);
+      run.child.kill("SIGTERM");
+      expect(await run.exited, run.stderr()).toBe(0);
+    } finally {
+      run.child.kill("SIGKILL");
+    }
+  });
+
+  it.skipIf(kubectlWhy !== undefined)(
+    `kubernetes prints a kubeconfig that kubectl uses, and cleans up on SIGTERM${kubectlWhy ? ` (SKIPPED: ${kubectlWhy})` : ""}`,
     async () => {
       const dir = mkdtempSync(join(tmpdir(), "sbox-emulate-"));
-      const child = spawn(process.execPath, [SBOX_BIN, "emulate", "kubernetes", "--backend", "docker"], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const run = await startEmulate(["kubernetes", "--backend", "docker"], (out) =>
+        out.includes("current-context:"),
+      );
       try {
-        let text = "";
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`no kubeconfig printed: ${text}`)), 30_000);
-          child.stdout.on("data", (chunk: Buffer) => {
-            text += chunk.toString();
-            if (text.includes("current-context:")) {
-              clearTimeout(timer);
-              resolve();
-            }
-          });
-          child.on("exit", (code) => reject(new Error(`sbox emulate exited with ${code}`)));
-        });
         const kubeconfig = join(dir, "kubeconfig");
-        writeFileSync(kubeconfig, text);
-        expect(
-          (
-            await kubectl(
-              ["run", "from-cli", "--image", "sbox-busybox:latest", "--", "sleep", "300"],
-              kubeconfig,
-            )
-          ).code,
-        ).toBe(0);
-        expect(
-          (await kubectl(["wait", "--for=condition=Ready", "pod/from-cli", "--timeout=60s"], kubeconfig))
-            .code,
-        ).toBe(0);
-        const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-        child.kill("SIGTERM");
-        expect(await exit).toBe(0);
+        writeFileSync(kubeconfig, run.stdout);
+        const started = await kubectl(
+          ["run", "from-cli", "--image", "sbox-busybox:latest", "--", "sleep", "300"],
+          kubeconfig,
+        );
+        expect(started.code).toBe(0);
+        const ready = await kubectl(
+          ["wait", "--for=condition=Ready", "pod/from-cli", "--timeout=60s"],
+          kubeconfig,
+        );
+        expect(ready.code).toBe(0);
+        run.child.kill("SIGTERM");
+        expect(await run.exited, run.stderr()).toBe(0);
         const left = spawnSync("docker", ["ps", "-aq", "--filter", "label=sbox.meta.k8s-pod=from-cli"], {
           encoding: "utf8",
         });
         expect(left.stdout.trim()).toBe("");
       } finally {
-        if (child.exitCode === null) child.kill("SIGKILL");
+        run.child.kill("SIGKILL");
         rmSync(dir, { recursive: true, force: true });
       }
     },

@@ -246,7 +246,7 @@ describe("sbox against provider-local (the real binary)", () => {
     const result = await home.run(["shell", id]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(
-      /^error\[Validation\]: sbox shell needs a terminal on stdin; for scripts use: sbox exec /,
+      /^error\[Usage\]: sbox shell needs a terminal on stdin; for scripts use: sbox exec /,
     );
   });
 

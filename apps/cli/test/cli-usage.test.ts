@@ -44,7 +44,7 @@ describe("sbox usage errors exit 2 with one line", () => {
       const result = await home.run(args);
       expect(result.code).toBe(2);
       expect(result.stdout).toBe("");
-      expectOneErrorLine(result.stderr, "Validation");
+      expectOneErrorLine(result.stderr, "Usage");
       expect(result.stderr).toMatch(message);
     });
   }
@@ -54,7 +54,7 @@ describe("sbox usage errors exit 2 with one line", () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("Commands:");
-    expect(result.stderr).toMatch(/error\[Validation\]: missing command/);
+    expect(result.stderr).toMatch(/error\[Usage\]: missing command/);
   });
 });
 
@@ -71,6 +71,8 @@ describe("sbox --help and --version", () => {
       "ls",
       "info",
       "logs",
+      "ps",
+      "kill",
       "stop",
       "resume",
       "pause",
@@ -121,11 +123,11 @@ describe("sbox errors by class", () => {
     }
   });
 
-  it("a provider that is not installed is a clear one-line error naming the package", async () => {
+  it("a provider that does not exist is a clear one-line error naming the providers that do", async () => {
     const result = await home.run(["ls", "--provider", "nosuchprovider"]);
     expect(result.code).toBe(7);
     expectOneErrorLine(result.stderr, "Validation");
-    expect(result.stderr).toContain("@sbox/provider-nosuchprovider");
+    expect(result.stderr).toContain("the providers are local, docker, e2b, fly");
   });
 
   it("--debug adds the stack trace", async () => {

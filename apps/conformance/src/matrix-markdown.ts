@@ -45,6 +45,40 @@ export function cellOf(level: string, cases: readonly CaseReport[]): string {
   return `${level} ${MARK.none}`;
 }
 
+/** How a level is written in the matrix: unsupported as a dash, so a row can be scanned for what is there. */
+function levelText(level: string): string {
+  return level === "unsupported" ? "—" : level;
+}
+
+/**
+ * One provider's cell for a capability, folding in every run of it (modes and set-ups): the levels seen
+ * (`native/emulated` when primitives-only mode emulates what is native as declared), then the result of
+ * all the cases that hold it. A supported capability no case proved says so (`➖ untested`): a claim
+ * the kit did not confirm must stand out.
+ */
+export function providerCellOf(runs: readonly MatrixRun[], capability: CapabilityName): string {
+  const levels = [...new Set(runs.map(({ report }) => report.effective[capability]))].sort(
+    (a, b) => LEVEL_ORDER.indexOf(a) - LEVEL_ORDER.indexOf(b),
+  );
+  const cases = runs.flatMap(({ report }) => casesFor(report, capability));
+  const failed = cases.filter((c) => c.status === "failed").length;
+  const passed = cases.filter((c) => c.status === "passed").length;
+  const level = levels.map(levelText).join("/");
+  if (failed > 0) return `${level} ${MARK.failed} ${failed}/${failed + passed}`;
+  if (passed > 0) return level === "—" ? "—" : `${level} ${MARK.passed}`;
+  return levels.some((l) => l !== "unsupported") ? `${level} ${MARK.none} untested` : `${level} ${MARK.none}`;
+}
+
+const LEVEL_ORDER: readonly string[] = ["native", "emulated", "unsupported"];
+
+/** The runs of each provider, by provider name, in the order they first appear. */
+function byProvider(runs: readonly MatrixRun[]): Map<string, MatrixRun[]> {
+  const grouped = new Map<string, MatrixRun[]>();
+  for (const run of runs)
+    grouped.set(run.report.provider, [...(grouped.get(run.report.provider) ?? []), run]);
+  return grouped;
+}
+
 function baseCases(report: ConformanceReport): CaseReport[] {
   return report.cases.filter((c) => c.requires.length === 0 && c.unsupportedOf === undefined);
 }
@@ -76,21 +110,35 @@ export function renderMatrix(
       );
     }
     lines.push("");
-    const header = runs.map(({ target, report }) => `${escapeCell(target)}<br>${report.mode}`);
-    lines.push(`| capability | ${header.join(" | ")} |`, `|---|${runs.map(() => "---").join("|")}|`);
+    const providers = byProvider(runs);
+    const names = [...providers.keys()];
     lines.push(
-      `| *base contract* | ${runs.map(({ report }) => cellOf("", baseCases(report)).trim()).join(" | ")} |`,
+      `| capability | ${names.map(escapeCell).join(" | ")} |`,
+      `|---|${names.map(() => "---").join("|")}|`,
+    );
+    lines.push(
+      `| *base contract* | ${names
+        .map((name) =>
+          cellOf(
+            "",
+            providers.get(name)!.flatMap(({ report }) => baseCases(report)),
+          ).trim(),
+        )
+        .join(" | ")} |`,
     );
     for (const capability of CAPABILITY_NAMES) {
-      const cells = runs.map(({ report }) =>
-        cellOf(report.effective[capability], casesFor(report, capability)),
-      );
+      const cells = names.map((name) => providerCellOf(providers.get(name)!, capability));
       lines.push(`| ${capability} | ${cells.join(" | ")} |`);
     }
     lines.push(
       "",
-      `${MARK.passed} every case holding the capability passed (for \`unsupported\`: the negative case — NotSupported before any provider call), ` +
-        `${MARK.failed} n/m cases failed, ${MARK.none} no case ran (skipped for a missing fixture, or excluded with a reason). ` +
+      "One column per provider, every run of it folded in (both modes, every set-up in the table above). " +
+        "A level `a/b` means the runs differ: `native/emulated` is native as declared and emulated by the core in " +
+        "primitives-only mode (or set-ups of one provider declare differently, e.g. local with and without " +
+        "bubblewrap). `—` is unsupported, proven by the negative case (NotSupported before any provider call). " +
+        `${MARK.passed} every case holding the capability passed, ${MARK.failed} n/m cases failed, ` +
+        `${MARK.none} untested: a capability the provider declares but no case ran for (skipped for a missing fixture, ` +
+        `or excluded with a reason); \`— ${MARK.none}\` an unsupported one whose negative case did not run. ` +
         "*base contract*: the cases every provider must pass (exec, files, lifecycle, errors, no sandbox left behind).",
     );
   } else {

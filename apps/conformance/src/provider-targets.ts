@@ -17,8 +17,11 @@ export interface ConformanceTarget {
   env?: readonly string[] | undefined;
   /** Returns why the target cannot run here, or undefined when it can. */
   precondition?: ((repoRoot: string) => string | undefined) | undefined;
-  /** Builds the provider factory from the imported module; `tempDir` is removed after the run. */
-  factory(module: ProviderModule, tempDir: string): () => SandboxProvider;
+  /**
+   * Builds the provider factory from the imported module; `tempDir` is removed after the run. The factory
+   * takes further options on top of the target's own (the kit checks that an unknown one is refused).
+   */
+  factory(module: ProviderModule, tempDir: string): (extra?: Record<string, unknown>) => SandboxProvider;
   /** Modes to run (default both). */
   modes?: readonly ("declared" | "primitives-only")[] | undefined;
   /** Further kit options (exclusions with reasons, fixtures). */
@@ -72,8 +75,11 @@ export const CONFORMANCE_TARGETS: readonly ConformanceTarget[] = [
     id: "minimal-sh (example)",
     packageName: "@sbox/example-minimal-sh-provider",
     factory: (module, tempDir) => {
-      const make = exported<(options: { root: string }) => SandboxProvider>(module, "minimalShProvider");
-      return () => make({ root: tempDir });
+      const make = exported<(options: Record<string, unknown>) => SandboxProvider>(
+        module,
+        "minimalShProvider",
+      );
+      return (extra = {}) => make({ root: tempDir, ...extra });
     },
   },
   {
@@ -81,22 +87,16 @@ export const CONFORMANCE_TARGETS: readonly ConformanceTarget[] = [
     packageName: "@sbox/provider-local",
     precondition: () => bwrapWorks(),
     factory: (module, tempDir) => {
-      const make = exported<(options: { root: string; isolation: string }) => SandboxProvider>(
-        module,
-        "local",
-      );
-      return () => make({ root: tempDir, isolation: "bwrap" });
+      const make = exported<(options: Record<string, unknown>) => SandboxProvider>(module, "local");
+      return (extra = {}) => make({ root: tempDir, isolation: "bwrap", ...extra });
     },
   },
   {
     id: "local (no isolation)",
     packageName: "@sbox/provider-local",
     factory: (module, tempDir) => {
-      const make = exported<(options: { root: string; isolation: string }) => SandboxProvider>(
-        module,
-        "local",
-      );
-      return () => make({ root: tempDir, isolation: "none" });
+      const make = exported<(options: Record<string, unknown>) => SandboxProvider>(module, "local");
+      return (extra = {}) => make({ root: tempDir, isolation: "none", ...extra });
     },
   },
   {
@@ -104,8 +104,8 @@ export const CONFORMANCE_TARGETS: readonly ConformanceTarget[] = [
     packageName: "@sbox/provider-docker",
     precondition: dockerReady,
     factory: (module) => {
-      const make = exported<(options: { image: string }) => SandboxProvider>(module, "docker");
-      return () => make({ image: DOCKER_IMAGE });
+      const make = exported<(options: Record<string, unknown>) => SandboxProvider>(module, "docker");
+      return (extra = {}) => make({ image: DOCKER_IMAGE, ...extra });
     },
     options: { fixtures: { volume: DOCKER_VOLUME } },
     cleanup: () => {
@@ -116,36 +116,37 @@ export const CONFORMANCE_TARGETS: readonly ConformanceTarget[] = [
     id: "e2b",
     packageName: "@sbox/provider-e2b",
     env: ["E2B_API_KEY"],
-    factory: (module) => exported<() => SandboxProvider>(module, "e2b"),
+    factory: (module) => exported<(options?: Record<string, unknown>) => SandboxProvider>(module, "e2b"),
   },
   {
     id: "fly",
     packageName: "@sbox/provider-fly",
     env: ["FLY_API_TOKEN", "FLY_APP"],
-    factory: (module) => exported<() => SandboxProvider>(module, "fly"),
+    factory: (module) => exported<(options?: Record<string, unknown>) => SandboxProvider>(module, "fly"),
   },
   {
     id: "daytona",
     packageName: "@sbox/provider-daytona",
     env: ["DAYTONA_API_KEY"],
-    factory: (module) => exported<() => SandboxProvider>(module, "daytona"),
+    factory: (module) => exported<(options?: Record<string, unknown>) => SandboxProvider>(module, "daytona"),
   },
   {
     id: "modal",
     packageName: "@sbox/provider-modal",
     env: ["MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"],
-    factory: (module) => exported<() => SandboxProvider>(module, "modal"),
+    factory: (module) => exported<(options?: Record<string, unknown>) => SandboxProvider>(module, "modal"),
   },
   {
     id: "vercel",
     packageName: "@sbox/provider-vercel",
     env: ["VERCEL_TOKEN", "VERCEL_TEAM_ID", "VERCEL_PROJECT_ID"],
-    factory: (module) => exported<() => SandboxProvider>(module, "vercel"),
+    factory: (module) => exported<(options?: Record<string, unknown>) => SandboxProvider>(module, "vercel"),
   },
   {
     id: "kubernetes",
     packageName: "@sbox/provider-kubernetes",
     env: ["KUBECONFIG"],
-    factory: (module) => exported<() => SandboxProvider>(module, "kubernetes"),
+    factory: (module) =>
+      exported<(options?: Record<string, unknown>) => SandboxProvider>(module, "kubernetes"),
   },
 ];

@@ -9,11 +9,15 @@ function map(overrides: Partial<Record<string, string>>): CapabilityMap {
   ) as unknown as CapabilityMap;
 }
 
-function report(cases: CaseReport[], effective: CapabilityMap): ConformanceReport {
+function report(
+  cases: CaseReport[],
+  effective: CapabilityMap,
+  mode: ConformanceReport["mode"] = "declared",
+): ConformanceReport {
   const count = (s: string) => cases.filter((c) => c.status === s).length;
   return {
     provider: "fake",
-    mode: "declared",
+    mode,
     runId: "r",
     startedAt: "2026-01-01T00:00:00.000Z",
     durationMs: 42_000,
@@ -75,12 +79,48 @@ describe("renderMatrix", () => {
   );
   const row = (name: string) => text.split("\n").find((line) => line.startsWith(`| ${name} |`));
 
-  it("shows level and result per capability", () => {
+  it("shows level and result per capability, one column per provider", () => {
+    expect(row("capability")).toBe("| capability | fake |");
     expect(row("pty")).toBe("| pty | native ❌ 1/1 |");
     expect(row("filesWatch")).toBe("| filesWatch | emulated ✅ |");
-    expect(row("metrics")).toBe("| metrics | unsupported ✅ |");
-    expect(row("region")).toBe("| region | native ➖ |");
+    expect(row("metrics")).toBe("| metrics | — |");
     expect(row("*base contract*")).toBe("| *base contract* | ✅ |");
+  });
+
+  it("says when a declared capability went untested, apart from an unsupported one not checked", () => {
+    expect(row("region")).toBe("| region | native ➖ untested |");
+    expect(row("gpu")).toBe("| gpu | — ➖ |");
+  });
+
+  it("folds the modes and set-ups of one provider into its column", () => {
+    const declared = report(
+      [{ id: "exec.streaming.first-chunk", title: "t", requires: ["streaming"], status: "passed", ms: 1 }],
+      map({ streaming: "native" }),
+    );
+    const primitives = report(
+      [{ id: "exec.streaming.first-chunk", title: "t", requires: ["streaming"], status: "passed", ms: 1 }],
+      map({ streaming: "emulated" }),
+      "primitives-only",
+    );
+    const other = { ...declared, provider: "other" };
+    const folded = renderMatrix(
+      [
+        { target: "fake (a)", report: declared },
+        { target: "fake (a)", report: primitives },
+        { target: "other", report: other },
+      ],
+      [],
+      { details: false, generatedAt: at },
+    );
+    const lines = folded.split("\n");
+    expect(lines.find((line) => line.startsWith("| capability |"))).toBe("| capability | fake | other |");
+    expect(lines.find((line) => line.startsWith("| streaming |"))).toBe(
+      "| streaming | native/emulated ✅ | native ✅ |",
+    );
+    // Readable in a terminal: no line of the matrix is wider than its widest cells need.
+    expect(
+      Math.max(...lines.filter((line) => line.startsWith("| ")).map((line) => line.length)),
+    ).toBeLessThan(80);
   });
 
   it("summarises each run and names why a target did not run", () => {

@@ -30,7 +30,7 @@ export function minimalShExec(
 ): Promise<DriverExecResult> {
   return new Promise((resolve, reject) => {
     if (request.signal.aborted) {
-      reject(new SandboxError("Aborted", "exec aborted before it started", { provider: "minimal-sh" }));
+      reject(new SandboxError("Aborted", "exec aborted before it started"));
       return;
     }
     const child = spawn("/bin/sh", ["-c", shellCommandOf(request.command)], {
@@ -67,25 +67,17 @@ export function minimalShExec(
       request.signal.removeEventListener("abort", onAbort);
       // spawn reports a missing cwd as ENOENT: the sandbox directory is gone, so is the sandbox.
       if (!existsSync(record.dir)) {
-        reject(
-          new SandboxError("NotFound", `minimal-sh sandbox ${record.id} no longer exists`, {
-            provider: "minimal-sh",
-            cause: error,
-          }),
-        );
+        reject(new SandboxError("NotFound", `sandbox ${record.id} no longer exists`, { cause: error }));
         return;
       }
-      reject(
-        new SandboxError("Provider", `could not start sh: ${error.message}`, {
-          provider: "minimal-sh",
-          cause: error,
-        }),
-      );
+      // Anything else is rejected as Node reports it: defineProvider maps it (errno codes, abort) and
+      // names the provider.
+      reject(error);
     });
     child.on("close", (code, signal) => {
       request.signal.removeEventListener("abort", onAbort);
       if (request.signal.aborted) {
-        reject(new SandboxError("Aborted", "exec aborted", { provider: "minimal-sh" }));
+        reject(new SandboxError("Aborted", "exec aborted"));
         return;
       }
       resolve({

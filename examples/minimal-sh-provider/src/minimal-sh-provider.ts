@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DriverSandboxInfo, defineProvider, type SandboxProvider } from "@sbox/core/spec";
+import {
+  type DriverSandboxInfo,
+  defineProvider,
+  optionRules,
+  type SandboxProvider,
+  validateProviderOptions,
+} from "@sbox/core/spec";
 import { minimalShCapabilities } from "./minimal-sh-capabilities.js";
 import { killSandboxProcesses, minimalShExec } from "./minimal-sh-exec.js";
 import { type MinimalShRecord, MinimalShStore } from "./minimal-sh-store.js";
@@ -34,6 +40,8 @@ function infoOf(record: MinimalShRecord): DriverSandboxInfo {
 export function minimalShProvider(
   options: MinimalShOptions = {},
 ): SandboxProvider<typeof minimalShCapabilities, MinimalShRecord> {
+  // An option the provider does not know is refused, never ignored (a typo would silently do nothing).
+  validateProviderOptions("minimal-sh", options, { root: optionRules.nonEmptyString() });
   const store = new MinimalShStore(options.root ?? join(tmpdir(), "sbox-minimal-sh"));
   return defineProvider({
     specificationVersion: "v1",

@@ -20,10 +20,7 @@ export class MinimalShStore {
 
   /** Validates an id before it becomes part of a path: an id such as `../x` must not escape the root. */
   private recordPath(id: string): string {
-    if (!ID.test(id))
-      throw new SandboxError("NotFound", `no minimal-sh sandbox ${JSON.stringify(id)}`, {
-        provider: "minimal-sh",
-      });
+    if (!ID.test(id)) throw new SandboxError("NotFound", `no sandbox ${JSON.stringify(id)}`);
     return join(this.root, `${id}.json`);
   }
 
@@ -39,11 +36,9 @@ export class MinimalShStore {
     try {
       return JSON.parse(await readFile(this.recordPath(id), "utf8")) as MinimalShRecord;
     } catch (error) {
+      // Named rather than left to the core's ENOENT mapping, so the message shows the id, not a host path.
       if ((error as { code?: unknown }).code === "ENOENT") {
-        throw new SandboxError("NotFound", `no minimal-sh sandbox ${id}`, {
-          provider: "minimal-sh",
-          cause: error,
-        });
+        throw new SandboxError("NotFound", `no sandbox ${id}`, { cause: error });
       }
       throw error;
     }

@@ -8,10 +8,16 @@ import { minimalShProvider } from "../src/index.js";
 const root = mkdtempSync(join(tmpdir(), "sbox-minimal-sh-conformance-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-runConformance({ provider: () => minimalShProvider({ root }), label: "minimal-sh (example)" });
+const providerWithOptions = (extra: Record<string, unknown>) => minimalShProvider({ root, ...extra });
+runConformance({
+  provider: () => minimalShProvider({ root }),
+  providerWithOptions,
+  label: "minimal-sh (example)",
+});
 // The same cases with every emulatable driver method hidden: the core's exit-code marker (E2) runs too.
 runConformance({
   provider: () => minimalShProvider({ root }),
+  providerWithOptions,
   primitivesOnly: true,
   label: "minimal-sh (example)",
 });

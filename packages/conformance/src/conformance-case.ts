@@ -1,6 +1,8 @@
-import type { Capabilities, Sandbox, SandboxClient } from "@sbox/core";
+import type { Capabilities, Sandbox, SandboxClient, SandboxClientOptions } from "@sbox/core";
 import type { CapabilityName, SandboxProvider, SandboxSpec, SpecField } from "@sbox/core/spec";
 import type { DriverCallLog } from "./driver-recorder.js";
+import type { RemoteUnderTest } from "./fault-injection.js";
+import type { ForeignOrigin } from "./foreign-origin.js";
 import type { HostServer } from "./host-server.js";
 
 /** Whether the run uses the provider as declared, or hides every emulatable driver method. */
@@ -62,8 +64,16 @@ export interface ConformanceContext {
   createSandbox(spec?: SandboxSpec): Promise<Sandbox>;
   /** Destroys `sandbox` when the case ends (for sandboxes made by `fork`, `connect`, ...). */
   track(sandbox: Sandbox): Sandbox;
-  /** A second client over a fresh provider instance, as another process would have; disposed at case end. */
-  secondClient(): SandboxClient;
+  /**
+   * Calls the test file's `providerWithOptions(options)` (the provider's factory with extra options);
+   * skips the case, naming the missing option, when the test file gave none.
+   */
+  providerWithOptions(options: Record<string, unknown>): SandboxProvider;
+  /**
+   * A second client over a fresh provider instance, as another process would have; disposed at case end.
+   * `overrides` change its client options (e.g. `{ retry: { retries: 0 } }` to time single calls).
+   */
+  secondClient(overrides?: Partial<Omit<SandboxClientOptions, "provider" | "primitivesOnly">>): SandboxClient;
   /**
    * The writable directory the kit works under in `sandbox` (absolute): the command's working directory
    * when it is writable, else `$TMPDIR` or `/tmp`. Forks are compared path-relative to it.
@@ -75,6 +85,10 @@ export interface ConformanceContext {
   defer(cleanup: () => unknown): void;
   /** An HTTP server on this machine that records the paths it was asked for (egress cases). */
   hostServer(): Promise<HostServer>;
+  /** The remote the provider talks to, with its fault-injection hook, when the test file gave one. */
+  readonly remote: RemoteUnderTest | undefined;
+  /** A server on another origin that records every request it gets (the redirect target of `secrets.*`). */
+  foreignOrigin(): Promise<ForeignOrigin>;
   /** Ends the case as skipped with `reason` (a missing fixture, a precondition the provider opts out of). */
   skip(reason: string): never;
 }

@@ -1,6 +1,7 @@
 import type { SandboxClientOptions } from "@sbox/core";
 import type { SandboxProvider } from "@sbox/core/spec";
 import type { ConformanceCase, ConformanceFixtures } from "./conformance-case.js";
+import type { RemoteUnderTest } from "./fault-injection.js";
 
 /** Options of a conformance run, shared by the plain runner and the vitest binding. */
 export interface ConformanceOptions {
@@ -10,6 +11,12 @@ export interface ConformanceOptions {
    * declaration decides which cases run.
    */
   provider: () => SandboxProvider;
+  /**
+   * Makes the provider with further factory options on top of the run's own, e.g.
+   * `(extra) => local({ root, ...extra })`. The kit uses it to check that an option the provider does not
+   * know is refused (`options.unknown-refused`); without it that case is skipped, saying so.
+   */
+  providerWithOptions?: ((options: Record<string, unknown>) => SandboxProvider) | undefined;
   /** Hide every driver method the core can emulate, so the emulations run on this backend. */
   primitivesOnly?: boolean | undefined;
   /**
@@ -37,4 +44,10 @@ export interface ConformanceOptions {
   label?: string | undefined;
   /** Further cases of your own, run after the kit's. */
   extraCases?: readonly ConformanceCase[] | undefined;
+  /**
+   * The remote a cloud provider talks to (a test server or emulator) with its fault-injection hook, the
+   * deadline the factory configures and the fake credential it plants: enables the `secrets.*` and
+   * `deadline.*` cases, which are skipped without it.
+   */
+  remote?: RemoteUnderTest | undefined;
 }

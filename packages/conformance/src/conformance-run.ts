@@ -1,21 +1,22 @@
 import { randomUUID } from "node:crypto";
-import { type Capabilities, createSandboxClient, type Sandbox, type SandboxClient } from "@sbox/core";
+import {
+  type Capabilities,
+  createSandboxClient,
+  type Sandbox,
+  type SandboxClient,
+  type SandboxClientOptions,
+} from "@sbox/core";
 import { type CapabilityMap, SandboxError, type SandboxProvider, type SandboxSpec } from "@sbox/core/spec";
 import { ConformanceFailure, ConformanceSkip, show } from "./assertions.js";
 import { defineConformanceCases } from "./cases/define-conformance-cases.js";
 import type { ConformanceCase, ConformanceContext, ConformanceMode } from "./conformance-case.js";
+import { CASE_LABEL, LEAK_CASE_ID, RUN_LABEL } from "./conformance-labels.js";
 import type { ConformanceOptions } from "./conformance-options.js";
 import type { CaseReport } from "./conformance-report.js";
 import { createDriverRecorder } from "./driver-recorder.js";
+import { type ForeignOrigin, startForeignOrigin } from "./foreign-origin.js";
 import { type HostServer, startHostServer } from "./host-server.js";
 import { runOk } from "./sandbox-scripts.js";
-
-/** Metadata key carrying the run id on every sandbox the kit creates. */
-export const RUN_LABEL = "sbox-conformance-run";
-/** Metadata key carrying the case id on every sandbox the kit creates. */
-export const CASE_LABEL = "sbox-conformance-case";
-/** Id of the final check that no sandbox outlived the run. */
-export const LEAK_CASE_ID = "run.no-sandbox-left";
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const CLEANUP_TIMEOUT_MS = 60_000;
@@ -93,9 +94,13 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
   } catch (error) {
     setupError = `the provider factory threw ${show(error)}`;
   }
-  const makeClient = (provider: SandboxProvider): SandboxClient =>
+  const makeClient = (
+    provider: SandboxProvider,
+    overrides: Partial<Omit<SandboxClientOptions, "provider" | "primitivesOnly">> = {},
+  ): SandboxClient =>
     createSandboxClient({
       ...(options.clientOptions ?? {}),
+      ...overrides,
       provider: recorder.record(provider),
       primitivesOnly: options.primitivesOnly ?? false,
     } as Parameters<typeof createSandboxClient>[0]);
@@ -124,15 +129,8 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
   const honours = Array.isArray(provider.honours) ? provider.honours : [];
   const labels = honours.includes("metadata");
 
-  const allCases = [...defineConformanceCases(), ...(options.extraCases ?? [])];
-  const ids = new Set<string>();
-  for (const c of allCases) {
-    if (ids.has(c.id))
-      throw new SandboxError("Validation", `two conformance cases share the id ${c.id}`, {
-        retryable: false,
-      });
-    ids.add(c.id);
-  }
+  const allCases = defineConformanceCases(options.extraCases);
+  const ids = new Set(allCases.map((c) => c.id));
   for (const id of Object.keys(options.exclude ?? {})) {
     if (!ids.has(id)) {
       throw new SandboxError(
@@ -181,6 +179,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
   let shared: Promise<Sandbox> | undefined;
   let quiet: Promise<Sandbox> | undefined;
   let hostServer: Promise<HostServer> | undefined;
+  let foreign: Promise<ForeignOrigin> | undefined;
   const scratchBase = new Map<string, Promise<string>>();
   let finished: Promise<{ report: CaseReport; leaked: string[] }> | undefined;
 
@@ -269,9 +268,17 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
         ownSandboxes.push(sandbox);
         return sandbox;
       },
-      secondClient: () => {
+      providerWithOptions: (extra) => {
+        if (!options.providerWithOptions) {
+          throw new ConformanceSkip(
+            "the test file passes no providerWithOptions, so the kit cannot give the factory an option",
+          );
+        }
+        return options.providerWithOptions(extra);
+      },
+      secondClient: (overrides) => {
         if (!rawProvider) throw new ConformanceFailure(setupError ?? "no provider");
-        const second = makeClient(options.provider());
+        const second = makeClient(options.provider(), overrides);
         secondClients.push(second);
         return second;
       },
@@ -291,6 +298,11 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
       hostServer: () => {
         hostServer ??= startHostServer();
         return hostServer;
+      },
+      remote: options.remote,
+      foreignOrigin: () => {
+        foreign ??= startForeignOrigin();
+        return foreign;
       },
       skip: (reason) => {
         throw new ConformanceSkip(reason);
@@ -385,6 +397,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
         problems.push(messageOf(error));
       }
       if (hostServer) await (await hostServer).close();
+      if (foreign) await (await foreign).close();
       if (client)
         await client
           .dispose()

@@ -41,6 +41,32 @@ describe("the kit fails broken providers, naming the case and the expectation", 
     expect(report.leaked).toEqual([]);
   });
 
+  it("a factory that ignores an option it does not know fails options.unknown-refused; one that refuses it passes", async () => {
+    const dir = root();
+    const ignoring = await runConformanceReport({
+      provider: () => dropsStderr(dir),
+      providerWithOptions: () => dropsStderr(dir),
+      only: ["options.unknown-refused"],
+    });
+    const failed = caseOf(ignoring, "options.unknown-refused");
+    expect(failed.status).toBe("failed");
+    expect(failed.reason).toContain("a provider (the option was accepted and ignored)");
+    const checking = await runConformanceReport({
+      provider: () => minimalShProvider({ root: dir }),
+      providerWithOptions: (extra) => minimalShProvider({ root: dir, ...extra }),
+      only: ["options.unknown-refused"],
+    });
+    expect(caseOf(checking, "options.unknown-refused").status).toBe("passed");
+    const without = await runConformanceReport({
+      provider: () => minimalShProvider({ root: dir }),
+      only: ["options.unknown-refused"],
+    });
+    expect(caseOf(without, "options.unknown-refused")).toMatchObject({
+      status: "skipped",
+      reason: expect.stringContaining("providerWithOptions"),
+    });
+  });
+
   it("a provider that reports 1 for every non-zero exit code fails the exit-code cases", async () => {
     const dir = root();
     const report = await runConformanceReport({

@@ -11,13 +11,14 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  argvScript,
+  type CapabilityFlags,
   type DriverExecRequest,
   type DriverExecResult,
   type DriverSandbox,
   defineProvider,
   SandboxError,
   type SandboxProvider,
-  shellCommandOf,
 } from "../src/spec/index.js";
 
 export type Userland = "dash" | "busybox";
@@ -153,6 +154,17 @@ export const shDriverCapabilities = {
   metrics: "emulated",
 } as const;
 
+/** The flags of the sh driver with native exit codes and cwd/env (options turn these two off). */
+export const shDriverFlags: CapabilityFlags = {
+  perCommandEnvCwd: true,
+  exitCodeNative: true,
+  preservesDiskOnStop: false,
+  preservesMemoryOnPause: false,
+  previewModel: "none",
+  nativeExpiry: false,
+  snapshotFilesystemOnly: true,
+};
+
 /** Builds the test-only sh provider. Every sandbox is a fresh temporary directory on this machine. */
 export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDriverCapabilities, ShNative> & {
   /** Removes every sandbox directory this provider created. */
@@ -171,7 +183,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
   const exec = (sandbox: DriverSandbox<ShNative>, request: DriverExecRequest): Promise<DriverExecResult> =>
     new Promise((resolve, reject) => {
       if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted before start"));
-      const script = shellCommandOf(request.command);
+      const script = "shell" in request.command ? request.command.shell : argvScript(request.command.argv);
       longest = Math.max(longest, Buffer.byteLength(script));
       const shell =
         options.userland === "dash"
@@ -216,15 +228,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       list: lifecycle ? "native" : "unsupported",
       stop: lifecycle ? "native" : "unsupported",
     } as typeof shDriverCapabilities,
-    flags: {
-      perCommandEnvCwd: envCwd,
-      exitCodeNative: exitCodes,
-      preservesDiskOnStop: false,
-      preservesMemoryOnPause: false,
-      previewModel: "none",
-      nativeExpiry: false,
-      snapshotFilesystemOnly: true,
-    },
+    flags: { ...shDriverFlags, perCommandEnvCwd: envCwd, exitCodeNative: exitCodes },
     honours: ["metadata"],
     async doCreate(spec) {
       const id = randomUUID();

@@ -26,7 +26,9 @@ const EXPECTED_COMMIT = "b8029973aa7da5f741f7bb1a9f833b38a0885438";
 
 function usage(message) {
   if (message) console.error(`e2b-fidelity: ${message}`);
-  console.error("usage: e2b-fidelity.mjs <path to an E2B checkout> [--backend docker|local] [--files f1,f2] [--keep]");
+  console.error(
+    "usage: e2b-fidelity.mjs <path to an E2B checkout> [--backend docker|local] [--files f1,f2] [--keep]",
+  );
   process.exit(2);
 }
 
@@ -38,7 +40,8 @@ let keep = false;
 for (let i = 0; i < args.length; i++) {
   const arg = args[i];
   if (arg === "--backend") backend = args[++i] ?? usage("--backend needs a value");
-  else if (arg === "--files") files = (args[++i] ?? usage("--files needs a value")).split(",").filter(Boolean);
+  else if (arg === "--files")
+    files = (args[++i] ?? usage("--files needs a value")).split(",").filter(Boolean);
   else if (arg === "--keep") keep = true;
   else if (arg.startsWith("--")) usage(`unknown option ${arg}`);
   else checkout = resolve(arg);
@@ -160,11 +163,15 @@ export default defineConfig({
 
 // --- the emulator and the run -------------------------------------------------------------------------------
 const { startE2BEmulator } = await import(join(here, "..", "dist", "e2b", "index.js")).catch((error) => {
-  console.error(`e2b-fidelity: build the package first (pnpm --filter @sbox/emulators build): ${error.message}`);
+  console.error(
+    `e2b-fidelity: build the package first (pnpm --filter @sbox/emulators build): ${error.message}`,
+  );
   process.exit(1);
 });
 const emulator = await startE2BEmulator({ backend });
-console.log(`e2b-fidelity: emulator on ${emulator.url} (sandboxes ${emulator.sandboxUrl}, backend ${emulator.backend})`);
+console.log(
+  `e2b-fidelity: emulator on ${emulator.url} (sandboxes ${emulator.sandboxUrl}, backend ${emulator.backend})`,
+);
 const resultsFile = join(work, "results.json");
 rmSync(resultsFile, { force: true });
 const started = Date.now();
@@ -200,7 +207,9 @@ const seconds = ((Date.now() - started) / 1000).toFixed(0);
 const leftover = emulator.sandboxIds().length;
 if (process.env.SBOX_FIDELITY_DEBUG) {
   for (const entry of emulator.log) {
-    console.log(`  ${entry.at.toISOString()} ${entry.method} ${entry.route ?? entry.path} -> ${entry.status ?? "open"} ${entry.ms ?? "?"}ms`);
+    console.log(
+      `  ${entry.at.toISOString()} ${entry.method} ${entry.route ?? entry.path} -> ${entry.status ?? "open"} ${entry.ms ?? "?"}ms`,
+    );
   }
 }
 await emulator.close();
@@ -257,9 +266,14 @@ for (const failure of unexpected) {
   const first = failure.message.split("\n").find((line) => line.trim() !== "") ?? "";
   console.log(`       ${first.slice(0, 300)}`);
 }
-for (const entry of stale) console.log(`  PASSES although listed as cannot-apply: ${entry.file} > ${entry.name}`);
-if (leftover > 0) console.log(`  ${leftover} sandboxes were still alive when the run ended (destroyed by the emulator)`);
-writeFileSync(join(work, "summary.json"), JSON.stringify({ commit, backend, seconds, counts, unexpected, stale }, null, 2));
+for (const entry of stale)
+  console.log(`  PASSES although listed as cannot-apply: ${entry.file} > ${entry.name}`);
+if (leftover > 0)
+  console.log(`  ${leftover} sandboxes were still alive when the run ended (destroyed by the emulator)`);
+writeFileSync(
+  join(work, "summary.json"),
+  JSON.stringify({ commit, backend, seconds, counts, unexpected, stale }, null, 2),
+);
 console.log(`  details: ${join(work, "summary.json")}`);
 if (!keep) rmSync(resultsFile, { force: true });
 process.exit(unexpected.length === 0 ? 0 : 1);

@@ -75,10 +75,21 @@ function isProvider(input: EmulatorBackendInput): input is SandboxProvider {
   return typeof input === "object" && input !== null && "specificationVersion" in input;
 }
 
-async function providerFor(
-  input: EmulatorBackendInput,
-  defaults: BackendDefaults,
-): Promise<SandboxProvider> {
+/**
+ * Where the core's emulations keep the docker backend's own state inside a machine (its emulated background
+ * processes). Out of the guest's `/tmp/.sbox`, which the vendor's client — sbox's own adapters over the
+ * core, as another user — uses for the same purpose: the backend's machinery must not show up there.
+ */
+export const BACKEND_EMULATION_STATE_DIR = "/run/sbox-emulator-backend";
+
+function withOwnStateDir(provider: SandboxProvider): SandboxProvider {
+  // Object.create keeps prototype methods of class-based providers, which a spread would drop.
+  return Object.assign(Object.create(provider) as SandboxProvider, {
+    emulationStateDir: BACKEND_EMULATION_STATE_DIR,
+  });
+}
+
+async function providerFor(input: EmulatorBackendInput, defaults: BackendDefaults): Promise<SandboxProvider> {
   if (isProvider(input)) return input;
   const name = typeof input === "string" ? input : input.name;
   const options = typeof input === "string" ? {} : (input.options ?? {});
@@ -98,7 +109,7 @@ async function providerFor(
         { retryable: false, cause: error },
       );
     }
-    return mod.docker({ ...(defaults.docker ?? {}), ...options }) as SandboxProvider;
+    return withOwnStateDir(mod.docker({ ...(defaults.docker ?? {}), ...options }) as SandboxProvider);
   }
   throw new SandboxError(
     "Validation",
@@ -125,7 +136,9 @@ export async function openBackend(
   let closed = false;
   const ensureOpen = () => {
     if (closed) {
-      throw new SandboxError("InvalidState", `the ${defaults.vendor} emulator is closed`, { retryable: false });
+      throw new SandboxError("InvalidState", `the ${defaults.vendor} emulator is closed`, {
+        retryable: false,
+      });
     }
   };
   return {

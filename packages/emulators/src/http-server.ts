@@ -89,6 +89,8 @@ export interface FaultInjector {
 export interface RequestLogEntry {
   readonly method: string;
   readonly path: string;
+  /** Path and query, as received. */
+  readonly url: string;
   /** The emulator's name for the route, when it set one (for example `POST /v2/sandboxes`). */
   route?: string | undefined;
   /** Status answered, or `undefined` when the connection was dropped or is still open. */
@@ -145,7 +147,9 @@ export const REQUEST_LOG_LIMIT = 2_000;
 function globMatcher(pattern: string): (key: string) => boolean {
   const escaped = pattern
     .split(/(\*\*|\*)/)
-    .map((part) => (part === "**" ? ".*" : part === "*" ? "[^/]*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+    .map((part) =>
+      part === "**" ? ".*" : part === "*" ? "[^/]*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"),
+    )
     .join("");
   const regex = new RegExp(`^${escaped}$`);
   return (key) => regex.test(key);
@@ -160,8 +164,11 @@ interface ArmedRule {
 /** A fault injector, to share between the servers of one emulator. */
 export function createFaultInjector(initial: readonly FaultRule[] = []): FaultInjector & {
   take(request: RequestSummary): FaultRule | undefined;
+  /** Calls `listener` on every `clear()`: the servers end the requests a lifted stall still holds. */
+  onClear(listener: () => void): void;
 } {
   const rules: ArmedRule[] = [];
+  const clearListeners: (() => void)[] = [];
   const arm = (rule: FaultRule): ArmedRule => {
     const { match } = rule;
     const test =
@@ -169,7 +176,10 @@ export function createFaultInjector(initial: readonly FaultRule[] = []): FaultIn
         ? match
         : match instanceof RegExp
           ? (r: RequestSummary) => match.test(`${r.method} ${r.path}`)
-          : ((m) => (r: RequestSummary) => m(`${r.method} ${r.path}`))(globMatcher(match));
+          : (
+              (m) => (r: RequestSummary) =>
+                m(`${r.method} ${r.path}`)
+            )(globMatcher(match));
     if (rule.times !== undefined && !(Number.isInteger(rule.times) && rule.times > 0)) {
       throw new TypeError(`a fault rule's times must be a positive integer, got ${String(rule.times)}`);
     }
@@ -182,6 +192,10 @@ export function createFaultInjector(initial: readonly FaultRule[] = []): FaultIn
     },
     clear() {
       rules.length = 0;
+      for (const listener of clearListeners) listener();
+    },
+    onClear(listener) {
+      clearListeners.push(listener);
     },
     get size() {
       return rules.length;
@@ -215,9 +229,20 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const faults = (options.faults ?? createFaultInjector()) as ReturnType<typeof createFaultInjector>;
   const log = options.log ?? [];
   const stalled = new Set<ServerResponse>();
+  // Lifting the faults ends the requests a stall holds: the client sees its connection close, as it
+  // would when a hung proxy finally gives up, instead of waiting for the server to shut down.
+  faults.onClear(() => {
+    for (const res of stalled) res.destroy();
+    stalled.clear();
+  });
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://emulator");
-    const entry: RequestLogEntry = { method: req.method ?? "GET", path: url.pathname, at: new Date() };
+    const entry: RequestLogEntry = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      url: req.url ?? "/",
+      at: new Date(),
+    };
     log.push(entry);
     if (log.length > REQUEST_LOG_LIMIT) log.splice(0, log.length - REQUEST_LOG_LIMIT);
     const started = Date.now();

@@ -30,3 +30,5 @@ export type {
   RequestSummary,
 } from "./http-server.js";
 export { createFaultInjector, REQUEST_LOG_LIMIT, startHttpServer } from "./http-server.js";
+export type { KitFaultHook, KitRemoteFault } from "./kit-faults.js";
+export { kitFaultHook } from "./kit-faults.js";

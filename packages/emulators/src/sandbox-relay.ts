@@ -7,7 +7,7 @@
  * is a short Python 3 program run through the backend's exec, so it works whatever the backend's network
  * looks like (Docker publishes only ports declared at create; a block-all sandbox has only loopback).
  */
-import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AnyCapabilities, Sandbox } from "@sbox/core";
 
 const RELAY_SOURCE = String.raw`
@@ -65,7 +65,9 @@ function parseHead(head: string): { status: number; headers: Record<string, stri
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
     if (HOP_BY_HOP_HEADERS.has(name)) continue;
-    (headers[name] ??= []).push(line.slice(colon + 1).trim());
+    const values = headers[name] ?? [];
+    values.push(line.slice(colon + 1).trim());
+    headers[name] = values;
   }
   return { status: Number(status[1]), headers };
 }
@@ -219,7 +221,8 @@ export function forwardedHeaders(
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || drop.includes(name) || name === "host") continue;
+    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || drop.includes(name) || name === "host")
+      continue;
     out[canonicalHeaderName(name)] = value;
   }
   out.Host = host;

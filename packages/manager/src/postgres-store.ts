@@ -1,4 +1,4 @@
-import { SandboxError, toSandboxError } from "@sbox/core/spec";
+import { optionalPackageError, SandboxError, toSandboxError } from "@sbox/core/spec";
 import { POSTGRES_MIGRATIONS } from "./postgres-schema.js";
 import { decodeRecordError, encodeRecordError } from "./record-codec.js";
 import { assertWritable, type NormalizedFilter, normalizeFilter } from "./record-filter.js";
@@ -169,10 +169,8 @@ export function postgresStore(options: PostgresStoreOptions): SandboxStore {
         try {
           Pool = (await import("pg")).default.Pool;
         } catch (cause) {
-          throw new SandboxError("Provider", "postgres store: the pg module could not be loaded", {
-            cause,
-            retryable: false,
-          });
+          // An optional peer: only the PostgreSQL store needs it.
+          throw optionalPackageError(cause, "pg", "the postgres store of @sbox/manager");
         }
         const created = new Pool({
           connectionString: options.connectionString,

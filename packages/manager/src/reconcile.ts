@@ -6,6 +6,7 @@ import { prepareStart } from "./prepare-spec.js";
 import { isMainRunning, ProvisionFailure, startMain } from "./provision.js";
 import { RECORD_ID_PATTERN } from "./record-validation.js";
 import { type RecordChanges, writeRecord } from "./record-writer.js";
+import { withFreshUrls } from "./refresh-urls.js";
 import {
   isTransitional,
   SANDBOX_STATUSES,
@@ -165,6 +166,9 @@ export async function settleRecord(
         const status = statusForState(state) ?? (record.status === "stopping" ? "running" : "stopped");
         detail = `worker ${previousOwner} abandoned the ${record.status}; the provider reports ${state}`;
         changes = { status };
+        if (status === "running" && record.runtime.urls) {
+          changes.runtime = await withFreshUrls(await internals.sandboxOf(record), record.runtime);
+        }
         if (status === "running" && record.spec.start) {
           const sandbox = await internals.sandboxOf(record);
           if (!(await isMainRunning(sandbox, record.runtime.startPid))) {
@@ -174,7 +178,7 @@ export async function settleRecord(
                 secrets: [],
                 defaultCwd: record.spec.git?.dir,
               });
-              changes.runtime = { ...record.runtime, startPid };
+              changes.runtime = { ...(changes.runtime ?? record.runtime), startPid };
               detail += "; restarted the main process";
             } catch (error) {
               const failure =

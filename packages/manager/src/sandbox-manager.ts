@@ -10,6 +10,7 @@ import {
   type SandboxClientOptions,
   SandboxError,
   type SandboxProvider,
+  type SandboxState,
   toSandboxError,
 } from "@sbox/core";
 import { LeaseKeeper } from "./lease-keeper.js";
@@ -19,7 +20,7 @@ import { NAMESPACE_LABEL, RECORD_LABEL } from "./manager-labels.js";
 import type { ManagerSpec, SeedFile } from "./manager-spec.js";
 import { prepareFiles, prepareSpec, prepareStart } from "./prepare-spec.js";
 import { isMainRunning, ProvisionFailure, provision, readLogChunk, startMain } from "./provision.js";
-import { type ReconcileReport, reconcileRecords, settleRecord } from "./reconcile.js";
+import { type ReconcileReport, reconcileRecords, settleRecord, statusForState } from "./reconcile.js";
 import {
   RECORD_ID_PATTERN,
   validateDuration,
@@ -28,6 +29,7 @@ import {
   validateOwner,
 } from "./record-validation.js";
 import { type RecordChanges, type WriterContext, writeRecord } from "./record-writer.js";
+import { withFreshUrls } from "./refresh-urls.js";
 import {
   type HistoryEntry,
   isTransitional,
@@ -126,6 +128,11 @@ interface TransitionPlan {
   run(record: SandboxRecord, keeper: LeaseKeeper): Promise<RecordChanges>;
   /** Where the record goes when `run` fails. */
   rollback: (record: SandboxRecord) => SandboxStatus;
+  /**
+   * Ask the provider for the sandbox's live state first and correct a record that no longer matches it
+   * (a sandbox paused or resumed behind the manager's back), so the transition starts from the truth.
+   */
+  followLive?: boolean | undefined;
 }
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
@@ -441,9 +448,36 @@ export class SandboxManager {
     }
   }
 
+  /**
+   * The record, corrected to the provider's live state when they disagree on running versus stopped
+   * (or paused, which the manager counts as stopped). The correction is a compare-and-set like any write.
+   */
+  async #followLive(record: SandboxRecord): Promise<SandboxRecord> {
+    if (!record.sandboxId || (record.status !== "running" && record.status !== "stopped")) return record;
+    let state: SandboxState;
+    try {
+      state = (await (await this.#sandboxOf(record)).getInfo()).state;
+    } catch {
+      // The transition itself will meet (and report) whatever is wrong with the sandbox.
+      return record;
+    }
+    const live = statusForState(state);
+    if ((live !== "running" && live !== "stopped") || live === record.status) return record;
+    const aligned = await writeRecord(
+      this.#writer,
+      record,
+      { status: live },
+      "reconcile",
+      `the provider reports ${state}`,
+    );
+    return aligned ?? (await this.get(record.id));
+  }
+
   async #transition(id: string, plan: TransitionPlan): Promise<SandboxRecord> {
     for (;;) {
-      const record = await this.#waitStable(id, plan.name);
+      const stable = await this.#waitStable(id, plan.name);
+      const record = plan.followLive ? await this.#followLive(stable) : stable;
+      if (isTransitional(record.status)) continue;
       if (plan.done.includes(record.status)) return record;
       if (!plan.from.includes(record.status)) throw invalidState(record, plan.name);
       plan.precheck?.(record);
@@ -496,13 +530,40 @@ export class SandboxManager {
         return { status: "stopped", error: null };
       },
       rollback: () => "running",
+      followLive: true,
     });
   }
 
   /**
-   * Resumes a stopped sandbox and restarts its main process if it is not running; resuming a running one
-   * returns it unchanged. If the main process cannot be restarted, the sandbox is stopped again and the
-   * record stays `stopped` with the error.
+   * Pauses a running sandbox (processes frozen, `flags.preservesMemoryOnPause` says whether memory is
+   * kept). The record becomes `stopped` — the manager counts a paused sandbox as stopped — and `resume`
+   * continues it. Pausing a stopped one returns it unchanged.
+   */
+  pause(id: string): Promise<SandboxRecord> {
+    return this.#transition(id, {
+      name: "pause",
+      from: ["running"],
+      via: "stopping",
+      done: ["stopped"],
+      precheck: (record) => {
+        if (this.#clientOf(record.provider).capabilities.map.pause === "unsupported")
+          throw new NotSupportedError("pause", record.provider);
+      },
+      run: async (record) => {
+        await (await this.#sandboxOf(record)).pause();
+        return { status: "stopped", error: null };
+      },
+      rollback: () => "running",
+      followLive: true,
+    });
+  }
+
+  /**
+   * Resumes a stopped (or paused) sandbox, asks the provider for its preview URLs again (they may have
+   * changed: Docker publishes on new host ports) and restarts its main process if it is not running;
+   * resuming a running one returns it unchanged. The provider's live state decides, not only the record:
+   * a sandbox paused behind the manager's back is resumed. If the main process cannot be restarted, the
+   * sandbox is stopped again and the record stays `stopped` with the error.
    */
   resume(id: string): Promise<SandboxRecord> {
     return this.#transition(id, {
@@ -513,7 +574,7 @@ export class SandboxManager {
       run: async (record) => {
         const sandbox = await this.#sandboxOf(record);
         await sandbox.resume();
-        const runtime = { ...record.runtime };
+        const runtime = { ...(await withFreshUrls(sandbox, record.runtime)) };
         if (record.spec.start && !(await isMainRunning(sandbox, runtime.startPid))) {
           try {
             runtime.startPid = await startMain(sandbox, prepareStart(record.spec.start), runtime, {
@@ -531,6 +592,7 @@ export class SandboxManager {
         return { status: "running", runtime, error: null };
       },
       rollback: () => "stopped",
+      followLive: true,
     });
   }
 

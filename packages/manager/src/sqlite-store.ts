@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { SandboxError, toSandboxError } from "@sbox/core/spec";
+import { optionalPackageError, SandboxError, toSandboxError } from "@sbox/core/spec";
 import type BetterSqlite3 from "better-sqlite3";
 import { decodeRecordError, encodeRecordError, parseJsonColumn } from "./record-codec.js";
 import { assertWritable, type NormalizedFilter, normalizeFilter } from "./record-filter.js";
@@ -171,10 +171,8 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
         const loaded = (await import("better-sqlite3")) as unknown as { default?: typeof BetterSqlite3 };
         Database = loaded.default ?? (loaded as unknown as typeof BetterSqlite3);
       } catch (cause) {
-        throw new SandboxError("Provider", "sqlite store: the better-sqlite3 module could not be loaded", {
-          cause,
-          retryable: false,
-        });
+        // An optional peer: only the SQLite store needs it (and its native build).
+        throw optionalPackageError(cause, "better-sqlite3", "the sqlite store of @sbox/manager");
       }
       try {
         if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

@@ -55,8 +55,23 @@ export const dockerFlags: CapabilityFlags = {
   snapshotFilesystemOnly: true,
 };
 
+/** A spec field the Docker provider honours (a field not listed here fails to type-check in `create`). */
+export type DockerHonouredField = Extract<
+  SpecField,
+  | "template"
+  | "name"
+  | "env"
+  | "metadata"
+  | "ttlMs"
+  | "resources.vcpus"
+  | "resources.memoryMB"
+  | "ports"
+  | "network"
+  | "volumes"
+>;
+
 /** Spec fields honoured at create. `resources.diskMB` is not: overlay2 quotas need xfs with pquota. */
-export const dockerHonours: readonly SpecField[] = [
+export const dockerHonours: readonly DockerHonouredField[] = [
   "template",
   "name",
   "env",

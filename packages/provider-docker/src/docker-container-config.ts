@@ -1,6 +1,5 @@
-import type { SandboxSpec } from "@sbox/core/spec";
+import { SandboxError, type SandboxSpec } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
-import { dockerSandboxError } from "./docker-errors.js";
 import { sandboxLabels } from "./docker-labels.js";
 import type { ResolvedDockerOptions } from "./docker-options.js";
 
@@ -13,7 +12,7 @@ export const KEEPALIVE_ENTRYPOINT: readonly string[] = ["sleep"];
 export const KEEPALIVE_CMD: readonly string[] = ["2147483647"];
 
 function invalid(message: string): Error {
-  return dockerSandboxError("Validation", message, { retryable: false });
+  return new SandboxError("Validation", message);
 }
 
 /** Docker-specific checks of a spec, before any engine call. */

@@ -1,18 +1,9 @@
-import { SandboxError } from "@sbox/core/spec";
+import { abortErrorOf, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
-import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import { toDockerError } from "./docker-errors.js";
+import { DockerLiveness } from "./docker-liveness.js";
 import type { DockerProviderOptions, ResolvedDockerOptions } from "./docker-options.js";
 import { DockerPauseGate } from "./docker-pause-gate.js";
-
-/** The error a driver call rejects with when its caller's signal fired. */
-export function abortedError(operation: string, signal: AbortSignal): SandboxError {
-  const reason: unknown = signal.reason;
-  if (SandboxError.isInstance(reason)) return reason;
-  if (reason instanceof Error && reason.name === "TimeoutError") {
-    return dockerSandboxError("Timeout", `docker ${operation}: timed out`, { cause: reason });
-  }
-  return dockerSandboxError("Aborted", `docker ${operation}: aborted`, { cause: reason, retryable: false });
-}
 
 /**
  * Runs one engine call under an upper bound: it rejects when the caller's signal fires, or after
@@ -25,7 +16,7 @@ export function bounded<T>(
   timeoutMs: number,
   run: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  if (callerSignal.aborted) return Promise.reject(abortedError(operation, callerSignal));
+  if (callerSignal.aborted) return Promise.reject(abortErrorOf(callerSignal, `docker ${operation}`));
   const controller = new AbortController();
   let timedOut = false;
   return new Promise<T>((resolve, reject) => {
@@ -45,14 +36,14 @@ export function bounded<T>(
         settle();
         reject(
           timedOut
-            ? dockerSandboxError(
+            ? new SandboxError(
                 "Timeout",
                 `docker ${operation}: the Docker Engine did not answer within ${timeoutMs} ms`,
                 {
                   retryable: true,
                 },
               )
-            : abortedError(operation, callerSignal),
+            : abortErrorOf(callerSignal, `docker ${operation}`),
         );
       },
       { once: true },
@@ -71,7 +62,9 @@ export function bounded<T>(
       (error: unknown) => {
         settle();
         reject(
-          controller.signal.aborted ? abortedError(operation, callerSignal) : toDockerError(error, operation),
+          controller.signal.aborted
+            ? abortErrorOf(callerSignal, `docker ${operation}`)
+            : toDockerError(error, operation),
         );
       },
     );
@@ -88,10 +81,7 @@ export function dockerodeOptions(options: DockerProviderOptions): Dockerode.Dock
   try {
     url = new URL(host.includes("://") ? host : `tcp://${host}`);
   } catch (cause) {
-    throw dockerSandboxError("Validation", `docker: invalid host ${JSON.stringify(host)}`, {
-      cause,
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `docker: invalid host ${JSON.stringify(host)}`, { cause });
   }
   const protocol = url.protocol.replace(/:$/, "");
   if (protocol === "ssh") {
@@ -106,9 +96,7 @@ export function dockerodeOptions(options: DockerProviderOptions): Dockerode.Dock
       port: url.port || (protocol === "https" ? 2376 : 2375),
     };
   }
-  throw dockerSandboxError("Validation", `docker: unsupported host scheme ${JSON.stringify(protocol)}`, {
-    retryable: false,
-  });
+  throw new SandboxError("Validation", `docker: unsupported host scheme ${JSON.stringify(protocol)}`);
 }
 
 /**
@@ -119,6 +107,8 @@ export class DockerEngine {
   readonly options: ResolvedDockerOptions;
   /** Keeps pauses and exec starts of one container apart (see {@link DockerPauseGate}). */
   readonly pauseGate: DockerPauseGate = new DockerPauseGate();
+  /** Notices containers paused (or an engine hung) under running commands (see {@link DockerLiveness}). */
+  readonly liveness: DockerLiveness = new DockerLiveness(this);
   private readonly input: DockerProviderOptions;
   private client: Promise<Dockerode> | undefined;
 

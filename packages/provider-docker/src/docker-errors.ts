@@ -1,5 +1,5 @@
 import { SandboxError, type SandboxErrorCode } from "@sbox/core/spec";
-import { PROVIDER_NAME } from "./docker-labels.js";
+import { DOCKER_PROVIDER_NAME } from "./docker-labels.js";
 
 /** Socket-level failures: the engine is down, restarting or unreachable. Worth retrying. */
 const UNREACHABLE_ERRNOS = new Set([
@@ -27,13 +27,13 @@ interface DockerodeErrorShape {
   address?: unknown;
 }
 
-/** A SandboxError from this provider. */
-export function dockerSandboxError(
+/** A SandboxError naming this provider (`toDockerError` is also used outside the driver methods). */
+function dockerSandboxError(
   code: SandboxErrorCode,
   message: string,
   options: { status?: number | undefined; retryable?: boolean | undefined; cause?: unknown } = {},
 ): SandboxError {
-  return new SandboxError(code, message, { provider: PROVIDER_NAME, ...options });
+  return new SandboxError(code, message, { provider: DOCKER_PROVIDER_NAME, ...options });
 }
 
 /** The engine's own message: dockerode prefixes it with "(HTTP code N) reason - ". */
@@ -78,7 +78,11 @@ export function toDockerError(error: unknown, operation: string): SandboxError {
     if (status === 401 || status === 403)
       return dockerSandboxError("Unauthorized", message, { ...options, retryable: false });
     if (status === 304) return dockerSandboxError("InvalidState", message, { ...options, retryable: false });
-    if (/not a directory|cannot overwrite directory|extraction point is not a directory/i.test(text)) {
+    if (
+      /not a directory|cannot overwrite directory|extraction point is not a directory|file name too long/i.test(
+        text,
+      )
+    ) {
       return dockerSandboxError("Validation", message, { ...options, retryable: false });
     }
     if (/is paused|is not running|container .* not running/i.test(text)) {

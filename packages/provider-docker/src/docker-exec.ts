@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import type { DriverExit } from "@sbox/core/spec";
+import { abortErrorOf, type DriverExit, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { DockerDemuxer } from "./docker-demux.js";
-import { abortedError, bounded, type DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import { bounded, type DockerEngine } from "./docker-engine.js";
+import { toDockerError } from "./docker-errors.js";
 import { EXEC_MARKER_VARIABLE, killMarkerCommand } from "./docker-kill.js";
+import { type OciStartFailure, ociStartFailure } from "./docker-oci-failure.js";
 
 /** One command to run in a container. */
 export interface DockerExecInput {
@@ -24,7 +25,7 @@ export interface DockerExecInput {
 /** How long killing a tree after an abort may take before the abort is reported anyway. */
 const KILL_BOUND_MS = 10_000;
 
-/** runc reports "OCI runtime exec failed" on stdout when the process could not even start. */
+/** runc reports "OCI runtime exec failed" on stdout when the process could not even start (see docker-oci-failure.ts). */
 const OCI_FAILURE = /^OCI runtime exec failed/;
 
 /** A random tag for one exec's process tree. */
@@ -56,7 +57,7 @@ export async function exitOf(
     );
     if (!info.Running) {
       if (typeof info.ExitCode !== "number") {
-        throw dockerSandboxError("Provider", "docker exec: the engine reported no exit code", {
+        throw new SandboxError("Provider", "docker exec: the engine reported no exit code", {
           retryable: true,
         });
       }
@@ -183,8 +184,24 @@ export async function runExec(
   container: Dockerode.Container,
   input: DockerExecInput,
 ): Promise<DriverExit> {
-  const { signal } = input;
-  if (signal.aborted) throw abortedError("exec", signal);
+  if (input.signal.aborted) throw abortErrorOf(input.signal, "docker exec");
+  // A command may run as long as it likes, but not in a container paused under it or on a hung engine.
+  const lost = new AbortController();
+  const stopWatching = engine.liveness.watch(container, (error) => lost.abort(error));
+  try {
+    return await runWatchedExec(engine, container, input, lost.signal);
+  } finally {
+    stopWatching();
+  }
+}
+
+async function runWatchedExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  input: DockerExecInput,
+  lost: AbortSignal,
+): Promise<DriverExit> {
+  const signal = AbortSignal.any([input.signal, lost]);
   const marker = newMarker();
   const attachStdin = input.stdin !== undefined;
   const createOptions: Dockerode.ExecCreateOptions = {
@@ -209,6 +226,7 @@ export async function runExec(
 
   let first = true;
   let ociFailure = false;
+  let startFailure: OciStartFailure | undefined;
   const demuxer = new DockerDemuxer(
     (chunk) => {
       if (first) {
@@ -219,12 +237,14 @@ export async function runExec(
           )
         ) {
           ociFailure = true;
-          input.onStderr(chunk);
+          startFailure = ociStartFailure(Buffer.from(chunk).toString("utf8"));
+          input.onStderr(startFailure ? Buffer.from(startFailure.message) : chunk);
           return;
         }
       }
-      if (ociFailure) input.onStderr(chunk);
-      else input.onStdout(chunk);
+      if (ociFailure) {
+        if (!startFailure) input.onStderr(chunk);
+      } else input.onStdout(chunk);
     },
     (chunk) => {
       first = false;
@@ -252,11 +272,17 @@ export async function runExec(
 
   const aborted = new Promise<never>((_resolve, reject) => {
     const onAbort = () => {
+      if (lost.aborted) {
+        // Nothing can be killed in a paused container or through a hung engine: report at once.
+        socket.destroy();
+        reject(lost.reason);
+        return;
+      }
       const kill =
         input.killOnAbort === false ? Promise.resolve() : killByMarker(engine, container, marker, "KILL");
       void kill.finally(() => {
         socket.destroy();
-        reject(abortedError("exec", signal));
+        reject(abortErrorOf(signal, "docker exec"));
       });
     };
     if (signal.aborted) onAbort();
@@ -274,7 +300,8 @@ export async function runExec(
     throw toDockerError(stdinFailure, "exec stdin");
   }
   let exitCode = await Promise.race([exitOf(engine, exec, signal), aborted]);
-  if (ociFailure && exitCode === 126) exitCode = 127;
+  if (startFailure) exitCode = startFailure.exitCode;
+  else if (ociFailure && exitCode === 126) exitCode = 127;
   return { exitCode };
 }
 

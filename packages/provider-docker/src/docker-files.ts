@@ -1,10 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import { posix } from "node:path";
 import { Readable } from "node:stream";
-import type { FileInfo, FileType } from "@sbox/core/spec";
+import { type FileInfo, type FileType, resolveSandboxPath, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import { runExec, runHelper } from "./docker-exec.js";
 import { TAR_END, TarFirstEntryReader, tarFileHeader, tarPadding } from "./docker-tar.js";
 
@@ -43,29 +42,14 @@ function permissionBits(mode: number): number {
   return bits;
 }
 
-/** Checks a path and makes it absolute against the container's working directory. */
-export function absolutePath(path: string, workdir: string): string {
-  if (typeof path !== "string" || path === "") {
-    throw dockerSandboxError("Validation", "a file path must be a non-empty string", { retryable: false });
-  }
-  if (path.includes("\0"))
-    throw dockerSandboxError("Validation", "a file path cannot contain NUL", { retryable: false });
-  const absolute = posix.resolve(workdir || "/", path);
-  return absolute;
-}
-
 function decodeStat(header: string | string[] | undefined, path: string): PathStat {
   const value = Array.isArray(header) ? header[0] : header;
-  if (!value) throw dockerSandboxError("Provider", `docker files: no stat for ${path}`, { retryable: false });
+  if (!value) throw new SandboxError("Provider", `docker files: no stat for ${path}`, { retryable: false });
   return JSON.parse(Buffer.from(value, "base64").toString("utf8")) as PathStat;
 }
 
 function notFound(path: string, cause: unknown): Error {
-  return dockerSandboxError("NotFound", `no such file or directory: ${path}`, {
-    status: 404,
-    cause,
-    retryable: false,
-  });
+  return new SandboxError("NotFound", `no such file or directory: ${path}`, { status: 404, cause });
 }
 
 function isCode(error: unknown, code: string): boolean {
@@ -158,30 +142,27 @@ async function openFile(
     const type = typeOf(stat.mode);
     if (type === "symlink") {
       response.destroy();
-      current = posix.resolve(posix.dirname(current), stat.linkTarget);
+      current = resolveSandboxPath(stat.linkTarget, posix.dirname(current));
       continue;
     }
     if (type !== "file") {
       response.destroy();
-      throw dockerSandboxError(
+      throw new SandboxError(
         "Validation",
         `not a regular file: ${path} is a ${type === "dir" ? "directory" : type}`,
-        {
-          retryable: false,
-        },
       );
     }
     const reader = new TarFirstEntryReader(response as AsyncIterable<Buffer>);
     const entry = await reader.header();
     if (!entry) {
       response.destroy();
-      throw dockerSandboxError("Provider", `docker files.read: empty archive for ${path}`, {
+      throw new SandboxError("Provider", `docker files.read: empty archive for ${path}`, {
         retryable: true,
       });
     }
     return { reader, size: entry.size, response };
   }
-  throw dockerSandboxError("Validation", `too many levels of symbolic links: ${path}`, { retryable: false });
+  throw new SandboxError("Validation", `too many levels of symbolic links: ${path}`);
 }
 
 /** `files.read` over the archive API, into one buffer of the file's size. */
@@ -207,8 +188,8 @@ export async function readFile(
   } catch (error) {
     response.destroy();
     if (signal.aborted)
-      throw dockerSandboxError("Aborted", `docker files.read ${path}: aborted`, { cause: error });
-    throw dockerSandboxError("Provider", `docker files.read ${path}: ${(error as Error).message}`, {
+      throw new SandboxError("Aborted", `docker files.read ${path}: aborted`, { cause: error });
+    throw new SandboxError("Provider", `docker files.read ${path}: ${(error as Error).message}`, {
       cause: error,
       retryable: true,
     });
@@ -237,7 +218,7 @@ export async function readFileStream(
       } catch (error) {
         response.destroy();
         controller.error(
-          dockerSandboxError("Provider", `docker files.readStream ${path}: ${(error as Error).message}`, {
+          new SandboxError("Provider", `docker files.readStream ${path}: ${(error as Error).message}`, {
             cause: error,
             retryable: true,
           }),
@@ -285,17 +266,14 @@ export async function writeFile(
 ): Promise<void> {
   const dir = posix.dirname(path);
   const name = posix.basename(path);
-  if (name === "" || path === "/")
-    throw dockerSandboxError("Validation", `cannot write a file at ${path}`, { retryable: false });
+  if (name === "" || path === "/") throw new SandboxError("Validation", `cannot write a file at ${path}`);
   let fileMode = mode;
   if (fileMode === undefined) {
     fileMode = 0o644;
     try {
       const existing = await statPath(engine, container, path, signal);
       if (typeOf(existing.mode) === "dir") {
-        throw dockerSandboxError("Validation", `cannot write ${path}: it is a directory`, {
-          retryable: false,
-        });
+        throw new SandboxError("Validation", `cannot write ${path}: it is a directory`);
       }
       if (typeOf(existing.mode) === "file") fileMode = permissionBits(existing.mode);
     } catch (error) {
@@ -316,13 +294,11 @@ export async function writeFile(
 function helperError(operation: string, path: string, stderr: string): Error {
   const text = stderr.trim().slice(0, 500);
   const message = `docker ${operation} ${path}: ${text || "failed"}`;
-  if (/no such file|not found|not a directory/i.test(text))
-    return dockerSandboxError("NotFound", message, { retryable: false });
-  if (/is a directory/i.test(text)) return dockerSandboxError("Validation", message, { retryable: false });
-  if (/permission denied|read-only/i.test(text))
-    return dockerSandboxError("Unauthorized", message, { retryable: false });
-  if (/no space left/i.test(text)) return dockerSandboxError("QuotaExceeded", message, { retryable: false });
-  return dockerSandboxError("Provider", message, { retryable: false });
+  if (/no such file|not found|not a directory/i.test(text)) return new SandboxError("NotFound", message);
+  if (/is a directory/i.test(text)) return new SandboxError("Validation", message);
+  if (/permission denied|read-only/i.test(text)) return new SandboxError("Unauthorized", message);
+  if (/no space left/i.test(text)) return new SandboxError("QuotaExceeded", message, { retryable: false });
+  return new SandboxError("Provider", message, { retryable: false });
 }
 
 const WRITE_STREAM_SCRIPT =

@@ -1,4 +1,4 @@
-import { dockerSandboxError } from "./docker-errors.js";
+import { SandboxError } from "@sbox/core/spec";
 
 /** The environment variable that tags every process an exec starts, so the whole tree can be found again. */
 export const EXEC_MARKER_VARIABLE = "SBOX_EXEC_ID";
@@ -70,7 +70,7 @@ exit 0
 export function signalName(signal: string | undefined): string {
   const raw = (signal ?? "SIGKILL").trim().toUpperCase().replace(/^SIG/, "");
   if (!/^[A-Z0-9]+$/.test(raw) || raw.length > 8) {
-    throw dockerSandboxError("Validation", `invalid signal ${JSON.stringify(signal)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid signal ${JSON.stringify(signal)}`);
   }
   return raw;
 }
@@ -83,7 +83,7 @@ export function killMarkerCommand(marker: string, signal: string): string[] {
 /** The argv of an exec that signals `pid`, its descendants and its process group. */
 export function killPidCommand(pid: number, signal: string): string[] {
   if (!Number.isInteger(pid) || pid <= 1) {
-    throw dockerSandboxError("Validation", `invalid pid ${String(pid)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid pid ${String(pid)}`);
   }
   return ["sh", "-c", KILL_TREE_SCRIPT, "sbox-kill", signalName(signal), "pid", String(pid)];
 }

@@ -37,7 +37,7 @@ export const LABEL_FORKED_FROM = "sbox.forked-from";
 export const EXPIRY_FILE = "/.sbox-expires-at";
 
 /** The provider's value of `sbox.provider`. */
-export const PROVIDER_NAME = "docker";
+export const DOCKER_PROVIDER_NAME = "docker";
 
 /** The labels of a new container. */
 export function sandboxLabels(input: {
@@ -48,7 +48,7 @@ export function sandboxLabels(input: {
 }): Record<string, string> {
   const labels: Record<string, string> = { ...input.extra };
   labels[LABEL_MANAGED] = "true";
-  labels[LABEL_PROVIDER] = PROVIDER_NAME;
+  labels[LABEL_PROVIDER] = DOCKER_PROVIDER_NAME;
   labels[LABEL_NAME] = input.name ?? "";
   labels[LABEL_EXPIRES_AT] = input.expiresAt ? input.expiresAt.toISOString() : "";
   labels[LABEL_FORKED_FROM] = "";
@@ -84,7 +84,7 @@ export function isOurs(
   labels: Readonly<Record<string, string>> | null | undefined,
   extra: Readonly<Record<string, string>>,
 ): boolean {
-  if (labels?.[LABEL_MANAGED] !== "true" || labels[LABEL_PROVIDER] !== PROVIDER_NAME) return false;
+  if (labels?.[LABEL_MANAGED] !== "true" || labels[LABEL_PROVIDER] !== DOCKER_PROVIDER_NAME) return false;
   return Object.entries(extra).every(([key, value]) => labels[key] === value);
 }
 
@@ -92,7 +92,7 @@ export function isOurs(
 export function labelFilters(extra: Readonly<Record<string, string>>): string[] {
   return [
     `${LABEL_MANAGED}=true`,
-    `${LABEL_PROVIDER}=${PROVIDER_NAME}`,
+    `${LABEL_PROVIDER}=${DOCKER_PROVIDER_NAME}`,
     ...Object.entries(extra).map(([k, v]) => `${k}=${v}`),
   ];
 }

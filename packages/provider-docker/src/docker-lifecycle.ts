@@ -1,10 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { DriverSandboxInfo, ListFilter, SandboxSpec, SandboxState } from "@sbox/core/spec";
+import {
+  type DriverSandboxInfo,
+  type ListFilter,
+  SandboxError,
+  type SandboxSpec,
+  type SandboxState,
+} from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { containerCreateOptions, validateDockerSpec } from "./docker-container-config.js";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import {
   EXPIRY_FILE,
   isOurs,
@@ -16,6 +21,7 @@ import {
   metadataOf,
   parseExpiry,
 } from "./docker-labels.js";
+import { DEFAULT_IMAGE_ENV } from "./docker-options.js";
 import { TarFirstEntryReader } from "./docker-tar.js";
 
 /** A new sandbox id: the container name. Names (unlike container ids) survive a snapshot restore. */
@@ -82,11 +88,11 @@ async function createContainer(
     try {
       await pullImage(engine, image, signal);
     } catch (pullError) {
-      throw dockerSandboxError(
+      throw new SandboxError(
         isCode(pullError, "Timeout") || isCode(pullError, "Aborted")
           ? (pullError as { code: "Timeout" }).code
           : "NotFound",
-        `docker create: image ${image} is not on the engine and could not be pulled (${(pullError as Error).message})`,
+        `docker create: image ${image} is not on the engine and could not be pulled (${(pullError as Error).message}); use an image the engine has (spec.template, the image option or ${DEFAULT_IMAGE_ENV})`,
         { cause: pullError, retryable: false },
       );
     }
@@ -142,9 +148,7 @@ export async function inspectOurs(
     container.inspect({ abortSignal: bound }),
   );
   if (!isOurs(info.Config.Labels, engine.options.labels)) {
-    throw dockerSandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `no sbox sandbox ${container.id} on this engine`);
   }
   return info;
 }
@@ -156,9 +160,7 @@ export async function connectSandbox(
   signal: AbortSignal,
 ): Promise<{ id: string; container: Dockerode.Container }> {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) {
-    throw dockerSandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`, {
-      retryable: false,
-    });
+    throw new SandboxError("NotFound", `no sbox sandbox ${JSON.stringify(id)} on this engine`);
   }
   const docker = await engine.docker();
   const info = await inspectOurs(engine, docker.getContainer(id), signal);
@@ -259,22 +261,30 @@ export async function* listSandboxes(
     const infos = await Promise.all(
       batch.map(async (c) => {
         const name = (c.Names[0] ?? c.Id).replace(/^\//, "");
+        let partial: DriverSandboxInfo["partial"];
         const expiresAt = await readExpiryFile(engine, docker.getContainer(c.Id), signal).catch(
           (error: unknown) => {
             // Removed between the list and this read: skip it.
             if (isCode(error, "NotFound")) return null;
-            throw error;
+            // The list answered for this sandbox, only its expiry file did not: list it without one
+            // (saying so) rather than fail the whole listing for one slow container.
+            if (signal.aborted) throw error;
+            const code = SandboxError.isInstance(error) ? error.code : "Provider";
+            const reason = error instanceof Error ? error.message : String(error);
+            partial = { fields: ["expiresAt"], code, reason };
+            return undefined;
           },
         );
         if (expiresAt === null) return undefined;
-        return infoFrom(
+        const info = infoFrom(
           name,
           c.State,
           c.Labels,
           new Date(c.Created * 1000),
-          expiresAt ?? parseExpiry(c.Labels[LABEL_EXPIRES_AT]),
+          partial ? undefined : (expiresAt ?? parseExpiry(c.Labels[LABEL_EXPIRES_AT])),
           c,
         );
+        return partial ? { ...info, partial } : info;
       }),
     );
     for (const info of infos) {
@@ -361,12 +371,9 @@ export async function pauseSandbox(
   const info = await inspectOurs(engine, container, signal);
   if (info.State.Status === "paused") return;
   if (info.State.Status !== "running") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `docker pause: the sandbox is ${stateOf(info.State.Status)}, not running`,
-      {
-        retryable: false,
-      },
     );
   }
   await engine.pauseGate.pause(container.id, engine.options.requestTimeoutMs, () =>
@@ -399,7 +406,7 @@ export async function resumeSandbox(
   }
   const info = await inspectOurs(engine, container, signal);
   if (info.State.Status !== "running") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `docker resume: the sandbox is still ${stateOf(info.State.Status)}`,
       {

@@ -1,7 +1,6 @@
-import type { SandboxMetrics } from "@sbox/core/spec";
+import { SandboxError, type SandboxMetrics } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import { runHelper } from "./docker-exec.js";
 
 /**
@@ -63,7 +62,7 @@ export class DockerMetrics {
     );
     const now = Date.now();
     if (output.exitCode !== 0) {
-      throw dockerSandboxError(
+      throw new SandboxError(
         "Provider",
         `docker metrics: reading cgroup files failed (exit ${output.exitCode}): ${output.stderr.toString("utf8").trim()}`,
         {

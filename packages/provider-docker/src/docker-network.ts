@@ -1,7 +1,6 @@
-import type { EgressPolicy } from "@sbox/core/spec";
+import { type EgressPolicy, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import { inspectOurs } from "./docker-lifecycle.js";
 
 /**
@@ -16,10 +15,9 @@ export async function setEgress(
   signal: AbortSignal,
 ): Promise<void> {
   if (policy !== "allow-all" && policy !== "block-all") {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "Validation",
       "egress allow-lists are not enforced by the Docker provider (it can only block all or allow all outbound traffic)",
-      { retryable: false },
     );
   }
   const info = await inspectOurs(engine, container, signal);

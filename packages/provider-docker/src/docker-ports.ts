@@ -1,7 +1,6 @@
-import type { PortInfo } from "@sbox/core/spec";
+import { type PortInfo, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import { inspectOurs } from "./docker-lifecycle.js";
 
 function portsOf(engine: DockerEngine, info: Dockerode.ContainerInspectInfo): PortInfo[] {
@@ -31,30 +30,24 @@ export async function exposePort(
   signal: AbortSignal,
 ): Promise<PortInfo> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw dockerSandboxError("Validation", `invalid port ${String(port)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid port ${String(port)}`);
   }
   if (isPrivate) {
-    throw dockerSandboxError("Validation", "the Docker provider has no private (token-protected) port URLs", {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", "the Docker provider has no private (token-protected) port URLs");
   }
   const info = await inspectOurs(engine, container, signal);
   const declared = Object.keys(info.HostConfig.PortBindings ?? {}).includes(`${port}/tcp`);
   if (!declared) {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "Validation",
       `port ${port} was not published when the sandbox was created: Docker publishes ports only at create, pass ports: [${port}] to create()`,
-      { retryable: false },
     );
   }
   const found = portsOf(engine, info).find((p) => p.port === port);
   if (!found) {
-    throw dockerSandboxError(
+    throw new SandboxError(
       "InvalidState",
       `port ${port} has no host binding: the sandbox is not running or has no network`,
-      {
-        retryable: false,
-      },
     );
   }
   return found;

@@ -3,28 +3,23 @@ import {
   type DriverExecRequest,
   type DriverSandbox,
   defineProvider,
+  SandboxError,
   type SandboxProvider,
 } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import {
   type DockerCapabilities,
+  type DockerHonouredField,
   dockerCapabilities,
   dockerFlags,
   dockerHonours,
 } from "./docker-capabilities.js";
 import { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
+import { toDockerError } from "./docker-errors.js";
 import { runExec, runHelper } from "./docker-exec.js";
-import {
-  absolutePath,
-  readFile,
-  readFileStream,
-  statFile,
-  writeFile,
-  writeFileStream,
-} from "./docker-files.js";
+import { readFile, readFileStream, statFile, writeFile, writeFileStream } from "./docker-files.js";
 import { killPidCommand } from "./docker-kill.js";
-import { EXPIRY_FILE, PROVIDER_NAME } from "./docker-labels.js";
+import { DOCKER_PROVIDER_NAME, EXPIRY_FILE } from "./docker-labels.js";
 import {
   connectSandbox,
   createSandbox,
@@ -52,17 +47,23 @@ import {
 /** What `sandbox.raw()` returns for a Docker sandbox: the dockerode container (addressed by name). */
 export type DockerSandboxNative = Dockerode.Container;
 
-/** The Docker provider type. */
-export type DockerProvider = SandboxProvider<DockerCapabilities, DockerSandboxNative>;
+/**
+ * The Docker provider type. It says what the capability map cannot: Docker publishes ports for the
+ * container's life, so there is no `doUnexposePort` (`sandbox.ports.unexpose` does not type-check), and
+ * which spec fields it honours (others fail to type-check in `create`).
+ */
+export type DockerProvider = SandboxProvider<DockerCapabilities, DockerSandboxNative> & {
+  readonly doUnexposePort?: undefined;
+  readonly honours: readonly DockerHonouredField[];
+};
 
 function argvOf(command: DriverCommand): string[] {
   if ("shell" in command) return ["sh", "-c", command.shell];
   if (command.argv.length === 0) {
-    throw dockerSandboxError("Validation", "a command needs at least one word", { retryable: false });
+    throw new SandboxError("Validation", "a command needs at least one word");
   }
   for (const word of command.argv) {
-    if (word.includes("\0"))
-      throw dockerSandboxError("Validation", "a command word cannot contain NUL", { retryable: false });
+    if (word.includes("\0")) throw new SandboxError("Validation", "a command word cannot contain NUL");
   }
   return [...command.argv];
 }
@@ -89,33 +90,19 @@ function execInput(request: DriverExecRequest) {
 export function docker(options: DockerProviderOptions = {}): DockerProvider {
   const engine = new DockerEngine(options, resolveDockerOptions(options));
   const metrics = new DockerMetrics();
-  const workdirs = new Map<string, Promise<string>>();
   const sandbox = (id: string, container: Dockerode.Container): DriverSandbox<DockerSandboxNative> => ({
     id,
     native: container,
   });
-  const workdir = (s: DriverSandbox<DockerSandboxNative>, signal: AbortSignal): Promise<string> => {
-    let known = workdirs.get(s.id);
-    if (!known) {
-      known = inspectOurs(engine, s.native, signal).then((info) => info.Config.WorkingDir || "/");
-      known.catch(() => workdirs.delete(s.id));
-      workdirs.set(s.id, known);
-    }
-    return known;
-  };
-  const pathIn = async (
-    s: DriverSandbox<DockerSandboxNative>,
-    path: string,
-    signal: AbortSignal,
-  ): Promise<string> =>
-    path.startsWith("/") ? absolutePath(path, "/") : absolutePath(path, await workdir(s, signal));
 
+  // The declaration is checked by defineProvider; the type adds what it says beyond the map (see DockerProvider).
   return defineProvider<DockerCapabilities, DockerSandboxNative>({
     specificationVersion: "v1",
-    name: PROVIDER_NAME,
+    name: DOCKER_PROVIDER_NAME,
     capabilities: dockerCapabilities,
     flags: dockerFlags,
     honours: dockerHonours,
+    mapError: (error, { operation }) => toDockerError(error, operation),
 
     async doCreate(spec, { signal }) {
       const container = await createSandbox(engine, spec, signal);
@@ -128,7 +115,6 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
     async doDestroy(s, { signal }) {
       await destroySandbox(engine, s.native, signal);
       metrics.forget(s.id);
-      workdirs.delete(s.id);
     },
     doGetInfo(s, { signal }) {
       return sandboxInfo(engine, s.id, s.native, signal);
@@ -154,10 +140,9 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
       const out = await runHelper(engine, s.native, killPidCommand(pid, signalName), signal, "kill", {
         user: "0",
       });
-      if (out.exitCode === 3)
-        throw dockerSandboxError("NotFound", `no process ${pid} in the sandbox`, { retryable: false });
+      if (out.exitCode === 3) throw new SandboxError("NotFound", `no process ${pid} in the sandbox`);
       if (out.exitCode !== 0) {
-        throw dockerSandboxError("Provider", `docker kill ${pid}: ${out.stderr.toString("utf8").trim()}`, {
+        throw new SandboxError("Provider", `docker kill ${pid}: ${out.stderr.toString("utf8").trim()}`, {
           retryable: false,
         });
       }
@@ -166,20 +151,20 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
       return createPty(engine, s.native, request);
     },
 
-    async doReadFile(s, path, { signal }) {
-      return readFile(engine, s.native, await pathIn(s, path, signal), signal);
+    doReadFile(s, path, { signal }) {
+      return readFile(engine, s.native, path, signal);
     },
     async doWriteFile(s, path, data, { signal, mode }) {
-      await writeFile(engine, s.native, await pathIn(s, path, signal), data, mode, signal);
+      await writeFile(engine, s.native, path, data, mode, signal);
     },
-    async doReadFileStream(s, path, { signal }) {
-      return readFileStream(engine, s.native, await pathIn(s, path, signal), signal);
+    doReadFileStream(s, path, { signal }) {
+      return readFileStream(engine, s.native, path, signal);
     },
     async doWriteFileStream(s, path, data, { signal, mode }) {
-      await writeFileStream(engine, s.native, await pathIn(s, path, signal), data, mode, signal);
+      await writeFileStream(engine, s.native, path, data, mode, signal);
     },
-    async doStat(s, path, { signal }) {
-      return statFile(engine, s.native, await pathIn(s, path, signal), signal);
+    doStat(s, path, { signal }) {
+      return statFile(engine, s.native, path, signal);
     },
 
     doList(filter, { signal }) {
@@ -196,7 +181,7 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
     },
     async doSetTimeout(s, ttlMs, { signal }) {
       if (!(Number.isFinite(ttlMs) && ttlMs > 0)) {
-        throw dockerSandboxError("Validation", `invalid ttl ${String(ttlMs)}`, { retryable: false });
+        throw new SandboxError("Validation", `invalid ttl ${String(ttlMs)}`);
       }
       await inspectOurs(engine, s.native, signal);
       const at = new Date(Date.now() + ttlMs).toISOString();
@@ -232,9 +217,5 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
       const forks = await forkSandbox(engine, s.native, s.id, count, signal);
       return forks.map((fork) => sandbox(fork.id, fork.container));
     },
-
-    async doDispose() {
-      workdirs.clear();
-    },
-  });
+  }) as DockerProvider;
 }

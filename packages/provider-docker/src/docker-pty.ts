@@ -1,7 +1,7 @@
-import type { DriverExit, DriverPty, DriverPtyRequest } from "@sbox/core/spec";
+import { type DriverExit, type DriverPty, type DriverPtyRequest, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError, toDockerError } from "./docker-errors.js";
+import { toDockerError } from "./docker-errors.js";
 import { envList, exitOf, killByMarker, newMarker, runHelper, startHijackedExec } from "./docker-exec.js";
 import { EXEC_MARKER_VARIABLE } from "./docker-kill.js";
 
@@ -33,7 +33,7 @@ async function findPid(
 
 function dimension(value: number, name: string): number {
   if (!Number.isInteger(value) || value < 1 || value > 10_000) {
-    throw dockerSandboxError("Validation", `invalid pty ${name} ${String(value)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid pty ${name} ${String(value)}`);
   }
   return value;
 }
@@ -93,8 +93,7 @@ export async function createPty(
   return {
     pid,
     async write(data) {
-      if (socket.destroyed)
-        throw dockerSandboxError("InvalidState", "the pty has ended", { retryable: false });
+      if (socket.destroyed) throw new SandboxError("InvalidState", "the pty has ended");
       await new Promise<void>((resolve, reject) =>
         socket.write(typeof data === "string" ? Buffer.from(data, "utf8") : data, (error) =>
           error ? reject(toDockerError(error, "pty write")) : resolve(),

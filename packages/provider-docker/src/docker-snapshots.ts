@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { SnapshotRef } from "@sbox/core/spec";
+import { SandboxError, type SnapshotRef } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import type { DockerEngine } from "./docker-engine.js";
-import { dockerSandboxError } from "./docker-errors.js";
 import { writeFile } from "./docker-files.js";
 import {
   EXPIRY_FILE,
@@ -46,7 +45,7 @@ async function commit(
     Math.max(engine.options.requestTimeoutMs, 300_000),
   )) as { Id?: string };
   if (!result?.Id)
-    throw dockerSandboxError("Provider", "docker commit: the engine returned no image id", {
+    throw new SandboxError("Provider", "docker commit: the engine returned no image id", {
       retryable: true,
     });
   return `${repository}:${tag}`;
@@ -110,7 +109,7 @@ async function snapshotImage(
   // Image inspect takes no abort signal in dockerode; the call is still bounded.
   const info = await engine.call("inspect snapshot", signal, () => docker.getImage(ref.id).inspect());
   if (!info.Config?.Labels?.[LABEL_SNAPSHOT_OF]) {
-    throw dockerSandboxError("NotFound", `no sbox snapshot ${ref.id}`, { retryable: false });
+    throw new SandboxError("NotFound", `no sbox snapshot ${ref.id}`);
   }
   return info;
 }
@@ -248,9 +247,7 @@ export async function forkSandbox(
   signal: AbortSignal,
 ): Promise<{ id: string; container: Dockerode.Container }[]> {
   if (!Number.isInteger(count) || count < 1 || count > 100) {
-    throw dockerSandboxError("Validation", `invalid fork count ${String(count)}: 1..100`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `invalid fork count ${String(count)}: 1..100`);
   }
   const info = await inspectOurs(engine, container, signal);
   const image = await commit(

@@ -25,13 +25,7 @@ const EGRESS_IMAGE = process.env.SBOX_DOCKER_EGRESS_IMAGE ?? "sbox-debian:bookwo
 const EGRESS_CASES = ["network.egress.block-all", "network.egress.at-create", "network.egress.allow-list"];
 const WGET_CRASH = `busybox 1.35 wget segfaults with -T (the kit's HTTP client); run on ${EGRESS_IMAGE} below`;
 
-const exclude: Record<string, string> = {
-  // Docker cannot unpublish a port of a running container, so the provider has no unexpose (optional in
-  // the spec) and the case's unexpose step cannot pass; publishing and the URL are covered by
-  // test/docker-lifecycle.test.ts.
-  "ports.expose.http": "Docker cannot unpublish a port of a running container (no doUnexposePort)",
-  ...Object.fromEntries(EGRESS_CASES.map((id) => [id, WGET_CRASH])),
-};
+const exclude: Record<string, string> = Object.fromEntries(EGRESS_CASES.map((id) => [id, WGET_CRASH]));
 
 function hasImage(image: string): boolean {
   return spawnSync("docker", ["image", "inspect", image], { stdio: "ignore", timeout: 15_000 }).status === 0;
@@ -48,9 +42,18 @@ if (ENGINE.ok) {
   ensureTestImage();
   const labels = { [RUN_LABEL]: RUN_ID };
   const provider = () => docker({ image: TEST_IMAGE, labels });
-  runConformance({ provider, exclude, fixtures: { volume: VOLUME }, label: "docker (busybox)" });
+  const providerWithOptions = (extra: Record<string, unknown>) =>
+    docker({ image: TEST_IMAGE, labels, ...extra });
   runConformance({
     provider,
+    providerWithOptions,
+    exclude,
+    fixtures: { volume: VOLUME },
+    label: "docker (busybox)",
+  });
+  runConformance({
+    provider,
+    providerWithOptions,
     exclude,
     fixtures: { volume: VOLUME },
     primitivesOnly: true,

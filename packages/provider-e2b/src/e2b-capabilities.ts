@@ -1,5 +1,8 @@
 import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
 
+/** The provider name, as used in ids and errors. */
+export const E2B_PROVIDER_NAME = "e2b";
+
 /**
  * What the `e2b` SDK does natively, and what it cannot do (read off the SDK's own types):
  *

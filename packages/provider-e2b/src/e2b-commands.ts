@@ -1,19 +1,23 @@
 import {
+  abortErrorOf,
+  argvScript,
   type DriverCommand,
   type DriverExecRequest,
   type DriverExit,
   type DriverOutputCallbacks,
   type DriverProcess,
+  displayOfScript,
   type ProcessInfo,
   SandboxError,
   shellQuoteArgv,
 } from "@sbox/core/spec";
 import type { CommandHandle, CommandStartOpts } from "e2b";
-import { e2bError, toE2BError } from "./e2b-errors.js";
 import { exitFromE2B } from "./e2b-exit.js";
 import { KILL_TREE_SCRIPT, signalForKill } from "./e2b-kill-tree.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
+import { watchLiveness } from "./e2b-liveness.js";
 import { type CommandContext, sandboxCall } from "./e2b-sandbox-call.js";
+import { unarySignal } from "./e2b-sdk.js";
 
 export type { CommandContext } from "./e2b-sandbox-call.js";
 
@@ -22,20 +26,20 @@ const STDIN_CHUNK = 256 * 1024;
 /** After an abort killed the tree, how long to wait for the daemon to report the end. */
 const ABORT_SETTLE_MS = 5_000;
 
-/** The command line the SDK runs with `bash -l -c`: a shell snippet as is, argv quoted word by word. */
+/**
+ * The command line the SDK runs with `bash -l -c`: a shell snippet as is, argv quoted word by word and
+ * run with `exec`, a missing program reported as a shell reports it (`argvScript`).
+ */
 export function commandLine(command: DriverCommand): string {
   if ("shell" in command) return command.shell;
-  return shellQuoteArgv(command.argv);
+  return argvScript(command.argv);
 }
 
-function abortError(signal: AbortSignal, operation: string): SandboxError {
-  const reason: unknown = signal.reason;
-  if (SandboxError.isInstance(reason)) return reason;
-  return e2bError("Aborted", `e2b ${operation}: aborted`, { retryable: false });
-}
-
-/** Waits for a command handle and turns the SDK's result or `CommandExitError` into an exit. */
-export async function waitForExit(handle: CommandHandle, operation: string): Promise<DriverExit> {
+/**
+ * Waits for a command handle and turns the SDK's result or `CommandExitError` into an exit; any other
+ * failure is thrown as the SDK threw it (the provider's `mapError` maps it).
+ */
+export async function waitForExit(handle: CommandHandle): Promise<DriverExit> {
   try {
     const result = await handle.wait();
     return exitFromE2B(result.exitCode, result.error);
@@ -44,7 +48,7 @@ export async function waitForExit(handle: CommandHandle, operation: string): Pro
     if (e.name === "CommandExitError" && typeof e.exitCode === "number") {
       return exitFromE2B(e.exitCode, typeof e.error === "string" ? e.error : undefined);
     }
-    throw toE2BError(error, { operation, plane: "sandbox" });
+    throw error;
   }
 }
 
@@ -79,7 +83,7 @@ async function start(
   stdin: boolean,
   operation: string,
 ): Promise<CommandHandle> {
-  if (request.signal.aborted) throw abortError(request.signal, operation);
+  if (request.signal.aborted) throw abortErrorOf(request.signal, `e2b ${operation}`);
   const line = commandLine(request.command);
   return sandboxCall(ctx, sandbox.id, operation, request.signal, () =>
     sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
@@ -96,7 +100,7 @@ export async function sendStdin(
   for (let offset = 0; offset < data.byteLength; offset += STDIN_CHUNK) {
     const piece = data.subarray(offset, Math.min(offset + STDIN_CHUNK, data.byteLength));
     await sandboxCall(ctx, sandbox.id, `stdin of process ${pid}`, undefined, () =>
-      sandbox.native.commands.sendStdin(pid, piece),
+      sandbox.native.commands.sendStdin(pid, piece, { signal: unarySignal(ctx.options) }),
     );
   }
 }
@@ -124,7 +128,7 @@ async function feedStdin(
   }
   if (close) {
     await sandboxCall(ctx, sandbox.id, `closing stdin of process ${pid}`, undefined, () =>
-      sandbox.native.commands.closeStdin(pid),
+      sandbox.native.commands.closeStdin(pid, { signal: unarySignal(ctx.options) }),
     );
   }
 }
@@ -152,12 +156,12 @@ export async function killProcessTree(
         : { requestTimeoutMs: ctx.options.requestTimeoutMs }),
     }),
   );
-  const exit = await waitForExit(handle, `kill ${pid}`);
+  const exit = await waitForExit(handle);
   if (exit.exitCode === 3) {
-    throw e2bError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`, { retryable: false });
+    throw new SandboxError("NotFound", `e2b kill: no process ${pid} in sandbox ${sandbox.id}`);
   }
   if (exit.exitCode !== 0) {
-    throw e2bError("Provider", `e2b kill ${pid}: the kill helper exited ${String(exit.exitCode)}`, {
+    throw new SandboxError("Provider", `e2b kill ${pid}: the kill helper exited ${String(exit.exitCode)}`, {
       retryable: false,
     });
   }
@@ -177,14 +181,23 @@ export async function execStream(
   sandbox: E2BDriverSandbox,
   request: DriverExecRequest & Partial<DriverOutputCallbacks>,
 ): Promise<DriverExit> {
-  const { signal } = request;
   const hasStdin = request.stdin !== undefined;
   const handle = await start(ctx, sandbox, request, request, hasStdin, "exec");
-  const exit = waitForExit(handle, "exec");
+  const exit = waitForExit(handle);
   exit.catch(() => {});
+  // A command may run as long as it likes, but not on a sandbox that stopped answering.
+  const lost = new AbortController();
+  const stopWatching = watchLiveness(ctx, sandbox, (error) => lost.abort(error));
+  const signal = AbortSignal.any([request.signal, lost.signal]);
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => {
+      if (lost.signal.aborted) {
+        // Nothing can be killed through a daemon that does not answer: report at once.
+        void handle.disconnect();
+        reject(lost.signal.reason);
+        return;
+      }
       killProcessTree(ctx, sandbox, handle.pid, "SIGKILL")
         .catch(() => undefined)
         // The daemon's own SIGKILL of the top process, in case the tree helper could not run.
@@ -192,7 +205,7 @@ export async function execStream(
         .then(() => Promise.race([exit.catch(() => undefined), delay(ABORT_SETTLE_MS)]))
         .finally(() => {
           void handle.disconnect();
-          reject(abortError(signal, "exec"));
+          reject(abortErrorOf(signal, "e2b exec"));
         });
     };
     if (signal.aborted) onAbort();
@@ -216,6 +229,7 @@ export async function execStream(
     if (signal.aborted) await aborted;
     return result;
   } finally {
+    stopWatching();
     if (onAbort) signal.removeEventListener("abort", onAbort);
   }
 }
@@ -242,7 +256,16 @@ export async function exec(
 
 function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: CommandHandle): DriverProcess {
   const pid = handle.pid;
-  const exit = waitForExit(handle, `process ${pid}`);
+  let stopWatching = () => {};
+  // A background process may run for ever; its wait ends when the sandbox stops answering (see liveness).
+  const lost = new Promise<never>((_, reject) => {
+    stopWatching = watchLiveness(ctx, sandbox, (error) => {
+      void handle.disconnect();
+      reject(error);
+    });
+  });
+  lost.catch(() => {});
+  const exit = Promise.race([waitForExit(handle), lost]).finally(() => stopWatching());
   exit.catch(() => {});
   return {
     pid,
@@ -251,7 +274,7 @@ function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: C
     writeStdin: (data) => sendStdin(ctx, sandbox, pid, data),
     closeStdin: () =>
       sandboxCall(ctx, sandbox.id, `closing stdin of process ${pid}`, undefined, () =>
-        sandbox.native.commands.closeStdin(pid),
+        sandbox.native.commands.closeStdin(pid, { signal: unarySignal(ctx.options) }),
       ),
   };
 }
@@ -292,14 +315,14 @@ export async function listProcesses(
   signal: AbortSignal,
 ): Promise<ProcessInfo[]> {
   const processes = await sandboxCall(ctx, sandbox.id, "commands.list", signal, () =>
-    sandbox.native.commands.list({ signal }),
+    sandbox.native.commands.list({ signal: unarySignal(ctx.options, signal) }),
   );
   return processes.map((p) => ({
     pid: p.pid,
     // The SDK runs every command as `/bin/bash -l -c <line>`: show the line the user gave.
     command:
       p.cmd === "/bin/bash" && p.args.length === 3 && p.args[0] === "-l" && p.args[1] === "-c"
-        ? p.args[2]!
+        ? displayOfScript(p.args[2]!)
         : [p.cmd, ...p.args].join(" "),
     running: true,
   }));

@@ -1,13 +1,13 @@
 import {
   codeForHttpStatus,
   isRetryableHttpStatus,
+  type ProviderErrorContext,
   SandboxError,
   type SandboxErrorCode,
+  type SandboxErrorOptions,
 } from "@sbox/core/spec";
+import { E2B_PROVIDER_NAME } from "./e2b-capabilities.js";
 import { API_KEY_ENV } from "./e2b-options.js";
-
-/** The provider name, as used in ids and errors. */
-export const PROVIDER_NAME = "e2b";
 
 /** Which side of E2B a call went to: the control plane (API key) or a sandbox's daemon (envd). */
 export type E2BPlane = "control" | "sandbox";
@@ -18,23 +18,8 @@ export interface E2BErrorContext {
   operation: string;
   /** Control plane or sandbox daemon (default control). */
   plane?: E2BPlane | undefined;
-  /** The API key in use, scrubbed from every message. */
+  /** The API key in use, scrubbed from the message (the provider's driver methods scrub it anyway). */
   apiKey?: string | undefined;
-}
-
-/** A SandboxError from this provider. */
-export function e2bError(
-  code: SandboxErrorCode,
-  message: string,
-  options: {
-    status?: number | undefined;
-    retryable?: boolean | undefined;
-    cause?: unknown;
-    apiKey?: string | undefined;
-  } = {},
-): SandboxError {
-  const { apiKey, ...rest } = options;
-  return new SandboxError(code, message, { provider: PROVIDER_NAME, secrets: [apiKey], ...rest });
 }
 
 // Connect protocol code names, as the SDK spells them in ConnectError messages ("[not_found] ...").
@@ -120,7 +105,9 @@ export function toE2BError(error: unknown, context: E2BErrorContext): SandboxErr
   const raw = typeof e.message === "string" ? e.message : String(error);
   const plane = context.plane ?? "control";
   const prefix = `e2b ${context.operation}`;
-  const base = { cause: error, apiKey: context.apiKey };
+  const base = { cause: error };
+  const e2bError = (code: SandboxErrorCode, message: string, options: SandboxErrorOptions): SandboxError =>
+    new SandboxError(code, message, { provider: E2B_PROVIDER_NAME, secrets: [context.apiKey], ...options });
   const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
 
   if (name === "AbortError") return e2bError("Aborted", `${prefix}: aborted`, { ...base, retryable: false });
@@ -185,19 +172,27 @@ export function toE2BError(error: unknown, context: E2BErrorContext): SandboxErr
   return e2bError(codeFromText(raw) ?? "Provider", `${prefix}: ${raw}`, { ...base, retryable: false });
 }
 
-/** Runs one SDK call and maps what it throws; an aborted `signal` wins over the SDK's own reading of it. */
-export async function e2bCall<T>(
-  context: E2BErrorContext & { signal?: AbortSignal | undefined },
-  call: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (context.signal?.aborted) {
-      const reason: unknown = context.signal.reason;
-      if (SandboxError.isInstance(reason)) throw reason;
-      throw e2bError("Aborted", `e2b ${context.operation}: aborted`, { cause: error, retryable: false });
-    }
-    throw toE2BError(error, context);
-  }
+/** Driver methods that go to E2B's control plane (the API key); the others go to a sandbox's daemon. */
+const CONTROL_PLANE_METHODS: ReadonlySet<string> = new Set([
+  "doCreate",
+  "doConnect",
+  "doDestroy",
+  "doGetInfo",
+  "doList",
+  "doPause",
+  "doResume",
+  "doSetTimeout",
+  "doMetrics",
+  "doFork",
+  "doSetEgress",
+]);
+
+/** The provider's `mapError`: {@link toE2BError} on the plane the failed driver method talks to. */
+export function mapE2BError(error: unknown, context: ProviderErrorContext): SandboxError {
+  const plane: E2BPlane = CONTROL_PLANE_METHODS.has(context.method) ? "control" : "sandbox";
+  const operation =
+    plane === "control" && context.sandboxId
+      ? `${context.operation} ${context.sandboxId}`
+      : context.operation;
+  return toE2BError(error, { operation, plane });
 }

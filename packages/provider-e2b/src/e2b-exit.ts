@@ -1,22 +1,22 @@
-import type { DriverExit } from "@sbox/core/spec";
+import { type DriverExit, exitCodeForSignal } from "@sbox/core/spec";
 
 // How E2B's daemon (Go) spells the signal that ended a process: "signal: killed", "signal: terminated"...
-const GO_SIGNAL_TEXT: Readonly<Record<string, [string, number]>> = {
-  hangup: ["SIGHUP", 1],
-  interrupt: ["SIGINT", 2],
-  quit: ["SIGQUIT", 3],
-  "illegal instruction": ["SIGILL", 4],
-  "trace/breakpoint trap": ["SIGTRAP", 5],
-  aborted: ["SIGABRT", 6],
-  "bus error": ["SIGBUS", 7],
-  "floating point exception": ["SIGFPE", 8],
-  killed: ["SIGKILL", 9],
-  "user defined signal 1": ["SIGUSR1", 10],
-  "segmentation fault": ["SIGSEGV", 11],
-  "user defined signal 2": ["SIGUSR2", 12],
-  "broken pipe": ["SIGPIPE", 13],
-  "alarm clock": ["SIGALRM", 14],
-  terminated: ["SIGTERM", 15],
+const GO_SIGNAL_TEXT: Readonly<Record<string, string>> = {
+  hangup: "SIGHUP",
+  interrupt: "SIGINT",
+  quit: "SIGQUIT",
+  "illegal instruction": "SIGILL",
+  "trace/breakpoint trap": "SIGTRAP",
+  aborted: "SIGABRT",
+  "bus error": "SIGBUS",
+  "floating point exception": "SIGFPE",
+  killed: "SIGKILL",
+  "user defined signal 1": "SIGUSR1",
+  "segmentation fault": "SIGSEGV",
+  "user defined signal 2": "SIGUSR2",
+  "broken pipe": "SIGPIPE",
+  "alarm clock": "SIGALRM",
+  terminated: "SIGTERM",
 };
 
 /**
@@ -28,7 +28,7 @@ export function exitFromE2B(exitCode: number, error: string | undefined): Driver
   if (exitCode >= 0) return { exitCode };
   const text = /signal: ([^(]+?)(?: \(core dumped\))?$/.exec(error ?? "")?.[1];
   const known = text ? GO_SIGNAL_TEXT[text] : undefined;
-  if (known) return { exitCode: 128 + known[1], signal: known[0] };
+  if (known) return { exitCode: exitCodeForSignal(known), signal: known };
   const numbered = /^signal (\d+)$/.exec(text ?? "");
   if (numbered?.[1]) return { exitCode: 128 + Number(numbered[1]) };
   return { exitCode: 128 + 9, signal: "SIGKILL" };

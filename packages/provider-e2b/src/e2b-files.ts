@@ -1,9 +1,9 @@
 import { type FileInfo, type FileType, SandboxError, shellQuoteArgv } from "@sbox/core/spec";
 import type { EntryInfo } from "e2b";
 import { type CommandContext, exec } from "./e2b-commands.js";
-import { e2bError, toE2BError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
+import { unarySignal } from "./e2b-sdk.js";
 
 /** Per-request options every filesystem call of the SDK takes. */
 interface FilesystemRequestOpts {
@@ -12,14 +12,17 @@ interface FilesystemRequestOpts {
   requestTimeoutMs?: number;
 }
 
-function requestOptions(ctx: CommandContext, signal: AbortSignal): FilesystemRequestOpts {
-  const opts: FilesystemRequestOpts = { signal };
+/** Options of a unary filesystem call; streamed transfers pass `streamed` (the SDK bounds their idle time). */
+function requestOptions(ctx: CommandContext, signal: AbortSignal, streamed = false): FilesystemRequestOpts {
+  const opts: FilesystemRequestOpts = { signal: streamed ? signal : unarySignal(ctx.options, signal) };
   if (ctx.options.user !== undefined) opts.user = ctx.options.user;
   if (ctx.options.requestTimeoutMs !== undefined) opts.requestTimeoutMs = ctx.options.requestTimeoutMs;
   return opts;
 }
 
 function typeOf(entry: EntryInfo): FileType {
+  // envd describes a symlink by its target's type and says it is one through symlinkTarget.
+  if (entry.symlinkTarget !== undefined) return "symlink";
   // The SDK leaves the type out for anything but files, directories and symlinks (fifos, sockets, devices).
   return entry.type === "file" || entry.type === "dir" || entry.type === "symlink" ? entry.type : "other";
 }
@@ -64,16 +67,14 @@ async function chmod(
   signal: AbortSignal,
 ) {
   if (!(Number.isInteger(mode) && mode >= 0 && mode <= 0o7777)) {
-    throw e2bError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `mode must be an integer from 0 to 0o7777, got ${String(mode)}`);
   }
   const result = await exec(ctx, sandbox, {
     command: { shell: shellQuoteArgv(["chmod", mode.toString(8), "--", path]) },
     signal,
   });
   if (result.exitCode !== 0) {
-    throw e2bError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
+    throw new SandboxError("Provider", `e2b files.write ${path}: chmod failed: ${result.stderr.trim()}`, {
       retryable: false,
     });
   }
@@ -103,7 +104,7 @@ export async function readFileStream(
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   const source = await sandboxCall(ctx, sandbox.id, op("readStream", path), signal, () =>
-    sandbox.native.files.read(path, { ...requestOptions(ctx, signal), format: "stream" as const }),
+    sandbox.native.files.read(path, { ...requestOptions(ctx, signal, true), format: "stream" as const }),
   );
   const reader = source.getReader();
   return new ReadableStream<Uint8Array>({
@@ -113,7 +114,7 @@ export async function readFileStream(
         if (done) controller.close();
         else controller.enqueue(value);
       } catch (error) {
-        controller.error(toE2BError(error, { operation: op("readStream", path), plane: "sandbox" }));
+        controller.error(error);
       }
     },
     async cancel(reason) {
@@ -132,18 +133,76 @@ export async function writeFileStream(
   signal: AbortSignal,
 ): Promise<void> {
   await sandboxCall(ctx, sandbox.id, op("writeStream", path), signal, () =>
-    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal), useOctetStream: true }),
+    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal, true), useOctetStream: true }),
   );
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
 }
 
-/** Lists one directory level. */
+/** envd's ListDir entry as the SDK's Connect client returns it (spec/envd/filesystem/filesystem.proto). */
+interface RawEntry {
+  name: string;
+  type: number;
+  path: string;
+  size: bigint | number;
+  mode: number;
+  modifiedTime?: { seconds: bigint | number; nanos: number } | undefined;
+  symlinkTarget?: string | undefined;
+}
+
+/** The SDK's Connect client of envd's filesystem service (an internal of `e2b`, pinned by version). */
+interface RawFilesystemClient {
+  listDir(
+    request: { path: string; depth: number },
+    options: { headers: Record<string, string>; signal: AbortSignal },
+  ): Promise<{ entries: RawEntry[] }>;
+}
+
+/** envd's FileType: 1 file, 2 directory; anything else (fifo, socket, device, dangling link) is unknown. */
+function rawFileInfo(entry: RawEntry): FileInfo {
+  const type: FileType =
+    entry.symlinkTarget !== undefined
+      ? "symlink"
+      : entry.type === 1
+        ? "file"
+        : entry.type === 2
+          ? "dir"
+          : "other";
+  const info: FileInfo = { name: entry.name, path: entry.path, type, size: Number(entry.size) };
+  if (entry.modifiedTime) {
+    info.mtime = new Date(
+      Number(entry.modifiedTime.seconds) * 1000 + Math.floor(entry.modifiedTime.nanos / 1e6),
+    );
+  }
+  info.mode = entry.mode;
+  return info;
+}
+
+/**
+ * Lists one directory level. The SDK's `files.list` drops every entry envd types as unknown — dangling
+ * symlinks, fifos, sockets, devices — so the listing asks envd through the SDK's own Connect client and
+ * keeps them. Should that client not be there (another SDK version) or the call fail, the SDK's `list`
+ * answers instead (it maps envd's errors to the SDK's error classes).
+ */
 export async function listFiles(
   ctx: CommandContext,
   sandbox: E2BDriverSandbox,
   path: string,
   signal: AbortSignal,
 ): Promise<FileInfo[]> {
+  const client = (sandbox.native.files as unknown as { rpc?: Partial<RawFilesystemClient> }).rpc;
+  if (typeof client?.listDir === "function") {
+    const user = ctx.options.user;
+    const headers: Record<string, string> =
+      user === undefined ? {} : { Authorization: `Basic ${Buffer.from(`${user}:`).toString("base64")}` };
+    const timeout = ctx.options.requestTimeoutMs ?? 60_000;
+    const raw = await client
+      .listDir(
+        { path, depth: 1 },
+        { headers, signal: AbortSignal.any([signal, AbortSignal.timeout(timeout)]) },
+      )
+      .catch(() => undefined);
+    if (raw) return raw.entries.map(rawFileInfo);
+  }
   const entries = await sandboxCall(ctx, sandbox.id, op("list", path), signal, () =>
     sandbox.native.files.list(path, { ...requestOptions(ctx, signal), depth: 1 }),
   );
@@ -178,24 +237,21 @@ export async function makeDir(
   if (!recursive) {
     const parent = await statFile(ctx, sandbox, parentOf(path), signal).catch((error: unknown) => {
       if (SandboxError.isInstance(error) && error.code === "NotFound") {
-        throw e2bError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
-          retryable: false,
+        throw new SandboxError("NotFound", `e2b files.mkdir ${path}: the parent directory does not exist`, {
           cause: error,
         });
       }
       throw error;
     });
     if (parent.type !== "dir") {
-      throw e2bError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`, {
-        retryable: false,
-      });
+      throw new SandboxError("Validation", `e2b files.mkdir ${path}: the parent is not a directory`);
     }
   }
   const created = await sandboxCall(ctx, sandbox.id, op("mkdir", path), signal, () =>
     sandbox.native.files.makeDir(path, requestOptions(ctx, signal)),
   );
   if (!created && !recursive) {
-    throw e2bError("Conflict", `e2b files.mkdir ${path}: the directory already exists`, { retryable: false });
+    throw new SandboxError("Conflict", `e2b files.mkdir ${path}: the directory already exists`);
   }
 }
 
@@ -214,9 +270,10 @@ export async function removePath(
   if (info.type === "dir" && !recursive) {
     const entries = await listFiles(ctx, sandbox, path, signal);
     if (entries.length > 0) {
-      throw e2bError("Conflict", `e2b files.remove ${path}: the directory is not empty (use recursive)`, {
-        retryable: false,
-      });
+      throw new SandboxError(
+        "Conflict",
+        `e2b files.remove ${path}: the directory is not empty (use recursive)`,
+      );
     }
   }
   await sandboxCall(ctx, sandbox.id, op("remove", path), signal, () =>

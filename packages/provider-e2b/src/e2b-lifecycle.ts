@@ -1,16 +1,24 @@
-import type {
-  DriverSandbox,
-  DriverSandboxInfo,
-  ListFilter,
-  SandboxMetrics,
-  SandboxSpec,
-  SandboxState,
+import {
+  type DriverSandbox,
+  type DriverSandboxInfo,
+  type ListFilter,
+  SandboxError,
+  type SandboxMetrics,
+  type SandboxSpec,
+  type SandboxState,
 } from "@sbox/core/spec";
 import type { SandboxState as E2BState, SandboxInfo, SandboxOpts } from "e2b";
-import { e2bCall, e2bError, toE2BError } from "./e2b-errors.js";
+import { toE2BError } from "./e2b-errors.js";
 import { egressRules } from "./e2b-network.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
-import { connectionOptions, type E2BSandbox, loadE2B } from "./e2b-sdk.js";
+import {
+  connectionOptions,
+  type E2BSandbox,
+  forgetSandbox,
+  loadE2B,
+  rememberSandbox,
+  unarySignal,
+} from "./e2b-sdk.js";
 
 /** A driver sandbox of this provider. */
 export type E2BDriverSandbox = DriverSandbox<E2BSandbox>;
@@ -21,7 +29,8 @@ const E2B_STATES: readonly SandboxState[] = ["running", "paused"];
 const METRICS_ATTEMPTS = 6;
 const METRICS_RETRY_MS = 1_500;
 
-function wrap(sandbox: E2BSandbox): E2BDriverSandbox {
+function wrap(options: ResolvedE2BOptions, sandbox: E2BSandbox): E2BDriverSandbox {
+  rememberSandbox(options, sandbox);
   return { id: sandbox.sandboxId, native: sandbox };
 }
 
@@ -38,9 +47,10 @@ function infoOf(info: SandboxInfo): DriverSandboxInfo {
 
 function validTimeout(ms: number, what: string): number {
   if (!(typeof ms === "number" && Number.isFinite(ms) && ms > 0)) {
-    throw e2bError("Validation", `${what} must be a positive number of milliseconds, got ${String(ms)}`, {
-      retryable: false,
-    });
+    throw new SandboxError(
+      "Validation",
+      `${what} must be a positive number of milliseconds, got ${String(ms)}`,
+    );
   }
   return ms;
 }
@@ -51,7 +61,7 @@ export async function createSandbox(
   spec: SandboxSpec,
   signal: AbortSignal,
 ): Promise<E2BDriverSandbox> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   const opts: SandboxOpts = {
     ...connectionOptions(options, signal),
     timeoutMs: spec.ttlMs === undefined ? options.timeoutMs : validTimeout(spec.ttlMs, "ttlMs"),
@@ -60,10 +70,8 @@ export async function createSandbox(
   if (spec.env) opts.envs = { ...spec.env };
   if (spec.network) opts.network = egressRules(spec.network.egress);
   const template = spec.template ?? options.template;
-  const sandbox = await e2bCall({ operation: "create", apiKey: options.apiKey, signal }, () =>
-    Sandbox.create(template, opts),
-  );
-  return wrap(sandbox);
+  const sandbox = await Sandbox.create(template, opts);
+  return wrap(options, sandbox);
 }
 
 /** `Sandbox.connect`: attaches to a running sandbox and resumes a paused one (that is what E2B's connect does). */
@@ -73,15 +81,14 @@ export async function connectSandbox(
   signal: AbortSignal,
 ): Promise<E2BDriverSandbox> {
   if (typeof id !== "string" || !/^[A-Za-z0-9_-]+$/.test(id)) {
-    throw e2bError("NotFound", `e2b connect: no sandbox ${JSON.stringify(id)} (not an E2B sandbox id)`, {
-      retryable: false,
-    });
+    throw new SandboxError(
+      "NotFound",
+      `e2b connect: no sandbox ${JSON.stringify(id)} (not an E2B sandbox id)`,
+    );
   }
-  const { Sandbox } = await loadE2B();
-  const sandbox = await e2bCall({ operation: `connect ${id}`, apiKey: options.apiKey, signal }, () =>
-    Sandbox.connect(id, connectionOptions(options, signal)),
-  );
-  return wrap(sandbox);
+  const { Sandbox } = await loadE2B(options);
+  const sandbox = await Sandbox.connect(id, connectionOptions(options, signal));
+  return wrap(options, sandbox);
 }
 
 /** `Sandbox.kill`; a sandbox that is already gone is not an error. */
@@ -90,10 +97,9 @@ export async function destroySandbox(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<void> {
-  const { Sandbox } = await loadE2B();
-  await e2bCall({ operation: `destroy ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
-    Sandbox.kill(sandbox.id, connectionOptions(options, signal)),
-  );
+  const { Sandbox } = await loadE2B(options);
+  await Sandbox.kill(sandbox.id, connectionOptions(options, signal));
+  forgetSandbox(options, sandbox.id);
 }
 
 /** Live state from the control plane; a sandbox E2B no longer knows is reported destroyed. */
@@ -102,14 +108,12 @@ export async function sandboxInfo(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<DriverSandboxInfo> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   try {
-    const info = await e2bCall({ operation: `getInfo ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
-      Sandbox.getInfo(sandbox.id, connectionOptions(options, signal)),
-    );
+    const info = await Sandbox.getInfo(sandbox.id, connectionOptions(options, signal));
     return infoOf(info);
   } catch (error) {
-    if ((error as { code?: unknown }).code === "NotFound") {
+    if (toE2BError(error, { operation: "getInfo" }).code === "NotFound") {
       return { id: sandbox.id, state: "destroyed", metadata: {} };
     }
     throw error;
@@ -131,7 +135,7 @@ export async function* listSandboxes(
     filter.state === undefined ? undefined : Array.isArray(filter.state) ? filter.state : [filter.state];
   const states = (wanted ?? E2B_STATES).filter((s): s is E2BState => E2B_STATES.includes(s)) as E2BState[];
   if (states.length === 0) return;
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   const { signal: _signal, ...listOptions } = connectionOptions(options);
   const query: { metadata?: Record<string, string>; state: E2BState[] } = { state: states };
   if (filter.metadata) query.metadata = { ...filter.metadata };
@@ -142,10 +146,8 @@ export async function* listSandboxes(
   });
   let seen = 0;
   while (paginator.hasNext) {
-    if (signal.aborted) throw e2bError("Aborted", "e2b list: aborted", { retryable: false });
-    const page = await e2bCall({ operation: "list", apiKey: options.apiKey, signal }, () =>
-      paginator.nextItems({ signal }),
-    );
+    if (signal.aborted) throw new SandboxError("Aborted", "e2b list: aborted");
+    const page = await paginator.nextItems({ signal: unarySignal(options, signal) });
     for (const info of page) {
       yield infoOf(info);
       seen++;
@@ -160,13 +162,11 @@ export async function pauseSandbox(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<void> {
-  const { Sandbox } = await loadE2B();
-  await e2bCall({ operation: `pause ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
-    Sandbox.pause(sandbox.id, {
-      ...connectionOptions(options, signal),
-      keepMemory: options.pauseKeepsMemory,
-    }),
-  );
+  const { Sandbox } = await loadE2B(options);
+  await Sandbox.pause(sandbox.id, {
+    ...connectionOptions(options, signal),
+    keepMemory: options.pauseKeepsMemory,
+  });
 }
 
 /** `resume`: E2B resumes a paused sandbox when it is connected to. */
@@ -175,9 +175,8 @@ export async function resumeSandbox(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<void> {
-  await e2bCall({ operation: `resume ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
-    sandbox.native.connect({ ...connectionOptions(options, signal) }),
-  );
+  await loadE2B(options);
+  await sandbox.native.connect({ ...connectionOptions(options, signal) });
 }
 
 /** `setTimeout`: moves the sandbox's expiry to `ttlMs` from now. */
@@ -188,10 +187,8 @@ export async function setSandboxTimeout(
   signal: AbortSignal,
 ): Promise<void> {
   validTimeout(ttlMs, "setTimeout");
-  const { Sandbox } = await loadE2B();
-  await e2bCall({ operation: `setTimeout ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
-    Sandbox.setTimeout(sandbox.id, ttlMs, connectionOptions(options, signal)),
-  );
+  const { Sandbox } = await loadE2B(options);
+  await Sandbox.setTimeout(sandbox.id, ttlMs, connectionOptions(options, signal));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -214,12 +211,9 @@ export async function sandboxMetrics(
   sandbox: E2BDriverSandbox,
   signal: AbortSignal,
 ): Promise<SandboxMetrics> {
-  const { Sandbox } = await loadE2B();
+  const { Sandbox } = await loadE2B(options);
   for (let attempt = 1; ; attempt++) {
-    const samples = await e2bCall(
-      { operation: `metrics ${sandbox.id}`, apiKey: options.apiKey, signal },
-      () => Sandbox.getMetrics(sandbox.id, connectionOptions(options, signal)),
-    );
+    const samples = await Sandbox.getMetrics(sandbox.id, connectionOptions(options, signal));
     const last = samples.at(-1);
     if (last) {
       return {
@@ -231,7 +225,7 @@ export async function sandboxMetrics(
       };
     }
     if (attempt >= METRICS_ATTEMPTS || signal.aborted) {
-      throw e2bError(
+      throw new SandboxError(
         "InvalidState",
         `e2b metrics ${sandbox.id}: E2B has no metrics sample for the sandbox yet`,
         {
@@ -251,14 +245,14 @@ export async function forkSandbox(
   signal: AbortSignal,
 ): Promise<E2BDriverSandbox[]> {
   if (!(Number.isInteger(count) && count >= 1)) {
-    throw e2bError("Validation", `fork count must be a positive integer, got ${String(count)}`, {
-      retryable: false,
-    });
+    throw new SandboxError("Validation", `fork count must be a positive integer, got ${String(count)}`);
   }
-  const { Sandbox } = await loadE2B();
-  const results = await e2bCall({ operation: `fork ${sandbox.id}`, apiKey: options.apiKey, signal }, () =>
-    Sandbox.fork(sandbox.id, { ...connectionOptions(options, signal), count, timeoutMs: options.timeoutMs }),
-  );
+  const { Sandbox } = await loadE2B(options);
+  const results = await Sandbox.fork(sandbox.id, {
+    ...connectionOptions(options, signal),
+    count,
+    timeoutMs: options.timeoutMs,
+  });
   const made = results.filter((r): r is E2BSandbox => !(r instanceof Error));
   const failed = results.find((r): r is Error => r instanceof Error);
   if (failed || made.length !== count) {
@@ -266,10 +260,7 @@ export async function forkSandbox(
     await Promise.all(
       made.map((fork) => Sandbox.kill(fork.sandboxId, connectionOptions(options)).catch(() => false)),
     );
-    throw toE2BError(failed ?? new Error(`E2B made ${made.length} of ${count} forks`), {
-      operation: `fork ${sandbox.id}`,
-      apiKey: options.apiKey,
-    });
+    throw failed ?? new SandboxError("Provider", `E2B made ${made.length} of ${count} forks`);
   }
-  return made.map(wrap);
+  return made.map((fork) => wrap(options, fork));
 }

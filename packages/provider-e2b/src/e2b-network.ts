@@ -1,5 +1,4 @@
-import type { EgressPolicy } from "@sbox/core/spec";
-import { e2bError } from "./e2b-errors.js";
+import { type EgressPolicy, SandboxError } from "@sbox/core/spec";
 
 /** E2B's sentinel for "every destination" (the SDK's `ALL_TRAFFIC`). */
 export const ALL_TRAFFIC = "0.0.0.0/0";
@@ -18,16 +17,13 @@ export function egressRules(policy: EgressPolicy): E2BEgressRules {
   if (policy === "allow-all") return {};
   if (policy === "block-all") return { denyOut: [ALL_TRAFFIC] };
   if (typeof policy !== "object" || policy === null || !Array.isArray(policy.allow)) {
-    throw e2bError("Validation", `invalid egress policy ${JSON.stringify(policy)}`, { retryable: false });
+    throw new SandboxError("Validation", `invalid egress policy ${JSON.stringify(policy)}`);
   }
   for (const entry of policy.allow) {
     if (typeof entry !== "string" || entry.trim() === "" || /\s/.test(entry)) {
-      throw e2bError(
+      throw new SandboxError(
         "Validation",
         `invalid egress allow entry ${JSON.stringify(entry)}: a host, IP or CIDR`,
-        {
-          retryable: false,
-        },
       );
     }
   }

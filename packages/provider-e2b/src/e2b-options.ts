@@ -1,4 +1,15 @@
-import { SandboxError } from "@sbox/core/spec";
+import {
+  loadSetting,
+  optionRules,
+  type ProviderOptionRules,
+  type SettingSource,
+  settingParsers,
+  validateProviderOptions,
+} from "@sbox/core/spec";
+import { E2B_PROVIDER_NAME } from "./e2b-capabilities.js";
+
+/** The preview URL of a sandbox port: E2B's is `https://<port>-<id>.<domain>` (the SDK's `getHost`). */
+export type E2BPreviewUrl = (target: { sandboxId: string; port: number; host: string }) => string;
 
 /** Options of {@link e2b}. Every field is optional; without any, `E2B_API_KEY` and E2B's defaults are used. */
 export interface E2BProviderOptions {
@@ -28,6 +39,11 @@ export interface E2BProviderOptions {
   sandboxUrl?: string | undefined;
   /** Extra headers on control-plane requests. */
   headers?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The URL `ports.expose()` returns (default `https://<host>`, `host` being E2B's `<port>-<id>.<domain>`):
+   * for self-hosted E2B and emulators whose proxy is reached another way.
+   */
+  previewUrl?: E2BPreviewUrl | undefined;
 }
 
 /** Options after defaults. */
@@ -42,6 +58,7 @@ export interface ResolvedE2BOptions {
   readonly apiUrl: string | undefined;
   readonly sandboxUrl: string | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly previewUrl: E2BPreviewUrl;
 }
 
 /** The template E2B uses when none is named. */
@@ -53,29 +70,60 @@ export const DEFAULT_TIMEOUT_MS = 300_000;
 /** The environment variable the SDK reads the API key from. */
 export const API_KEY_ENV = "E2B_API_KEY";
 
-/** Fills in defaults; the API key falls back to `E2B_API_KEY` at the time the provider is made. */
+const milliseconds = () => optionRules.positiveNumber("a positive number of milliseconds");
+
+/** Every option of {@link e2b} and what it takes: anything else is refused, not ignored. */
+const E2B_OPTION_RULES: ProviderOptionRules = {
+  apiKey: optionRules.secret(),
+  domain: optionRules.nonEmptyString(),
+  template: optionRules.nonEmptyString(),
+  timeoutMs: milliseconds(),
+  requestTimeoutMs: milliseconds(),
+  user: optionRules.nonEmptyString(),
+  pauseKeepsMemory: optionRules.boolean(),
+  apiUrl: optionRules.nonEmptyString(),
+  sandboxUrl: optionRules.nonEmptyString(),
+  headers: optionRules.custom("an object of strings", (value) =>
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((entry) => typeof entry === "string")
+      ? undefined
+      : "must be an object of strings",
+  ),
+  previewUrl: optionRules.function(),
+};
+
+/**
+ * Checks the options (unknown keys and bad values are `Validation` errors, naming the key, never a
+ * credential) and fills in defaults: each option, else its environment variable, else E2B's default.
+ */
 export function resolveE2BOptions(options: E2BProviderOptions): ResolvedE2BOptions {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new SandboxError(
-      "Validation",
-      `e2b({ timeoutMs }) must be a positive number, got ${String(options.timeoutMs)}`,
-      {
-        provider: "e2b",
-        retryable: false,
-      },
-    );
-  }
+  validateProviderOptions(E2B_PROVIDER_NAME, options, E2B_OPTION_RULES);
+  const setting = <T>(source: SettingSource<T>): T | undefined => loadSetting(E2B_PROVIDER_NAME, source);
+  const { positiveNumber, string } = settingParsers;
   return {
-    apiKey: options.apiKey ?? (process.env[API_KEY_ENV] || undefined),
+    apiKey: setting({
+      option: "apiKey",
+      value: options.apiKey,
+      env: API_KEY_ENV,
+      parse: string,
+      secret: true,
+    }),
     domain: options.domain,
     template: options.template ?? DEFAULT_TEMPLATE,
-    timeoutMs,
-    requestTimeoutMs: options.requestTimeoutMs,
+    timeoutMs:
+      setting({ option: "timeoutMs", value: options.timeoutMs, parse: positiveNumber }) ?? DEFAULT_TIMEOUT_MS,
+    requestTimeoutMs: setting({
+      option: "requestTimeoutMs",
+      value: options.requestTimeoutMs,
+      parse: positiveNumber,
+    }),
     user: options.user,
     pauseKeepsMemory: options.pauseKeepsMemory ?? true,
     apiUrl: options.apiUrl,
     sandboxUrl: options.sandboxUrl,
     headers: options.headers,
+    previewUrl: options.previewUrl ?? (({ host }) => `https://${host}`),
   };
 }

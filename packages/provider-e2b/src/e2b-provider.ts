@@ -1,5 +1,11 @@
 import { defineProvider, type EgressPolicy, type SandboxProvider } from "@sbox/core/spec";
-import { type E2BCapabilities, e2bCapabilities, e2bFlags, e2bHonours } from "./e2b-capabilities.js";
+import {
+  E2B_PROVIDER_NAME,
+  type E2BCapabilities,
+  e2bCapabilities,
+  e2bFlags,
+  e2bHonours,
+} from "./e2b-capabilities.js";
 import {
   type CommandContext,
   connectProcess,
@@ -9,7 +15,7 @@ import {
   listProcesses,
   spawn,
 } from "./e2b-commands.js";
-import { e2bCall, PROVIDER_NAME } from "./e2b-errors.js";
+import { mapE2BError } from "./e2b-errors.js";
 import {
   listFiles,
   makeDir,
@@ -37,14 +43,17 @@ import { egressRules } from "./e2b-network.js";
 import { type E2BProviderOptions, resolveE2BOptions } from "./e2b-options.js";
 import { exposePort } from "./e2b-ports.js";
 import { createPty } from "./e2b-pty.js";
-import { connectionOptions, type E2BSandbox, loadE2B } from "./e2b-sdk.js";
+import { closeE2B, connectionOptions, type E2BSandbox, e2bSecrets, loadE2B } from "./e2b-sdk.js";
 import { watchPath } from "./e2b-watch.js";
 
 /** What `sandbox.raw()` returns for an E2B sandbox: the SDK's `Sandbox`. */
 export type E2BSandboxNative = E2BSandbox;
 
 /** The E2B provider type. */
-export type E2BProvider = SandboxProvider<E2BCapabilities, E2BSandboxNative>;
+export type E2BProvider = SandboxProvider<E2BCapabilities, E2BSandboxNative> & {
+  /** E2B's port URLs exist for the sandbox's life: there is no unexpose (`sandbox.ports.unexpose` does not type-check). */
+  readonly doUnexposePort?: undefined;
+};
 
 /**
  * The E2B provider, on the maintained `e2b` SDK (loaded on first use). Credentials come from `apiKey` or
@@ -59,10 +68,12 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
   const ctx: CommandContext = { options: resolved };
   return defineProvider<E2BCapabilities, E2BSandboxNative>({
     specificationVersion: "v1",
-    name: PROVIDER_NAME,
+    name: E2B_PROVIDER_NAME,
     capabilities: e2bCapabilities,
     flags: e2bFlags(resolved.pauseKeepsMemory),
     honours: e2bHonours,
+    secrets: () => e2bSecrets(resolved),
+    mapError: mapE2BError,
 
     doCreate: (spec, { signal }) => createSandbox(resolved, spec, signal),
     doConnect: (id, { signal }) => connectSandbox(resolved, id, signal),
@@ -94,13 +105,13 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     doMetrics: (s, { signal }) => sandboxMetrics(resolved, s, signal),
     doFork: (s, { signal, count }) => forkSandbox(resolved, s, count, signal),
 
-    doExposePort: async (s, port, { private: isPrivate }) => exposePort(s, port, isPrivate),
+    doDispose: () => closeE2B(resolved),
+    doExposePort: async (s, port, { private: isPrivate }) =>
+      exposePort(s, port, isPrivate, resolved.previewUrl),
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       const rules = egressRules(policy);
-      const { Sandbox } = await loadE2B();
-      await e2bCall({ operation: `setEgress ${s.id}`, apiKey: resolved.apiKey, signal }, () =>
-        Sandbox.updateNetwork(s.id, rules, connectionOptions(resolved, signal)),
-      );
+      const { Sandbox } = await loadE2B(resolved);
+      await Sandbox.updateNetwork(s.id, rules, connectionOptions(resolved, signal));
     },
-  });
+  }) as E2BProvider;
 }

@@ -1,9 +1,8 @@
-import type { DriverPty, DriverPtyRequest } from "@sbox/core/spec";
+import { type DriverPty, type DriverPtyRequest, SandboxError } from "@sbox/core/spec";
 import { type CommandContext, killProcessTree, waitForExit } from "./e2b-commands.js";
-import { e2bError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { sandboxCall } from "./e2b-sandbox-call.js";
-import type { E2BSandbox } from "./e2b-sdk.js";
+import { type E2BSandbox, unarySignal } from "./e2b-sdk.js";
 
 type PtyCreateOpts = Parameters<E2BSandbox["pty"]["create"]>[0];
 
@@ -13,9 +12,10 @@ function size(cols: number, rows: number): { cols: number; rows: number } {
     ["rows", rows],
   ] as const) {
     if (!(Number.isInteger(value) && value > 0 && value <= 65_535)) {
-      throw e2bError("Validation", `pty ${name} must be an integer from 1 to 65535, got ${String(value)}`, {
-        retryable: false,
-      });
+      throw new SandboxError(
+        "Validation",
+        `pty ${name} must be an integer from 1 to 65535, got ${String(value)}`,
+      );
     }
   }
   return { cols, rows };
@@ -31,10 +31,9 @@ export async function createPty(
   request: DriverPtyRequest,
 ): Promise<DriverPty> {
   if (request.command !== undefined) {
-    throw e2bError(
+    throw new SandboxError(
       "Validation",
       "e2b pty: E2B terminals always run an interactive login shell; write the command to the terminal instead",
-      { retryable: false },
     );
   }
   const opts: PtyCreateOpts = {
@@ -49,17 +48,19 @@ export async function createPty(
     sandbox.native.pty.create(opts),
   );
   const pid = handle.pid;
-  const exit = waitForExit(handle, `pty ${pid}`);
+  const exit = waitForExit(handle);
   exit.catch(() => {});
   return {
     pid,
     write: (data) =>
       sandboxCall(ctx, sandbox.id, `pty ${pid} input`, undefined, () =>
-        sandbox.native.pty.sendInput(pid, typeof data === "string" ? new TextEncoder().encode(data) : data),
+        sandbox.native.pty.sendInput(pid, typeof data === "string" ? new TextEncoder().encode(data) : data, {
+          signal: unarySignal(ctx.options),
+        }),
       ),
     resize: (cols, rows) =>
       sandboxCall(ctx, sandbox.id, `pty ${pid} resize`, undefined, () =>
-        sandbox.native.pty.resize(pid, size(cols, rows)),
+        sandbox.native.pty.resize(pid, size(cols, rows), { signal: unarySignal(ctx.options) }),
       ),
     kill: async () => {
       await killProcessTree(ctx, sandbox, pid, "SIGKILL").catch(async (error: unknown) => {

@@ -1,7 +1,7 @@
 import { SandboxError } from "@sbox/core/spec";
-import { e2bError, toE2BError } from "./e2b-errors.js";
+import { toE2BError } from "./e2b-errors.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
-import { connectionOptions, loadE2B } from "./e2b-sdk.js";
+import { connectionOptions, deadlineSignal, loadE2B } from "./e2b-sdk.js";
 
 /** What every call into a sandbox needs: the provider's resolved options. */
 export interface CommandContext {
@@ -15,12 +15,40 @@ type ProbedState = "gone" | "paused" | "running" | undefined;
 
 async function probeState(options: ResolvedE2BOptions, id: string): Promise<ProbedState> {
   try {
-    const { Sandbox } = await loadE2B();
-    const info = await Sandbox.getInfo(id, connectionOptions(options, AbortSignal.timeout(PROBE_TIMEOUT_MS)));
+    const { Sandbox } = await loadE2B(options);
+    // Half a request deadline at most: the call that failed already took one.
+    const budget = Math.min(PROBE_TIMEOUT_MS, Math.max(1_000, (options.requestTimeoutMs ?? 60_000) / 2));
+    const info = await Sandbox.getInfo(id, connectionOptions(options, deadlineSignal(budget)));
     return info.state === "paused" ? "paused" : "running";
   } catch (error) {
     return (error as { name?: unknown }).name === "SandboxNotFoundError" ? "gone" : undefined;
   }
+}
+
+/**
+ * Why a sandbox's daemon does not answer, as the control plane sees it: `NotFound` when E2B no longer
+ * knows the sandbox, `InvalidState` when it is paused, undefined when neither can be told.
+ */
+export async function unreachableSandboxError(
+  ctx: CommandContext,
+  sandboxId: string,
+  operation: string,
+  cause: unknown,
+): Promise<SandboxError | undefined> {
+  const state = await probeState(ctx.options, sandboxId);
+  if (state === "gone") {
+    return new SandboxError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, { cause });
+  }
+  if (state === "paused") {
+    return new SandboxError(
+      "InvalidState",
+      `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
+      {
+        cause,
+      },
+    );
+  }
+  return undefined;
 }
 
 /**
@@ -38,36 +66,16 @@ export async function sandboxCall<T>(
   try {
     return await call();
   } catch (error) {
-    if (signal?.aborted) {
-      const reason: unknown = signal.reason;
-      if (SandboxError.isInstance(reason)) throw reason;
-      throw e2bError("Aborted", `e2b ${operation}: aborted`, { cause: error, retryable: false });
-    }
-    const mapped = toE2BError(error, { operation, plane: "sandbox", apiKey: ctx.options.apiKey });
+    // An aborted call reports its abort: defineProvider's mapping does that for what is thrown as is.
+    if (signal?.aborted) throw error;
+    const mapped = toE2BError(error, { operation, plane: "sandbox" });
     const name = (error as { name?: unknown }).name;
     const suspicious =
       mapped.code === "Timeout" ||
       (mapped.code === "Provider" && mapped.retryable) ||
       name === "SandboxNotFoundError";
-    if (suspicious) {
-      const state = await probeState(ctx.options, sandboxId);
-      if (state === "gone") {
-        throw e2bError("NotFound", `e2b ${operation}: sandbox ${sandboxId} no longer exists`, {
-          cause: error,
-          retryable: false,
-        });
-      }
-      if (state === "paused") {
-        throw e2bError(
-          "InvalidState",
-          `e2b ${operation}: sandbox ${sandboxId} is paused; resume() it first`,
-          {
-            cause: error,
-            retryable: false,
-          },
-        );
-      }
-    }
-    throw mapped;
+    throw (
+      (suspicious ? await unreachableSandboxError(ctx, sandboxId, operation, error) : undefined) ?? mapped
+    );
   }
 }

@@ -1,39 +1,36 @@
 /**
- * The conformance kit against the adapter through the local E2B test server: once as declared, once
- * primitives-only (every emulatable driver method hidden, so the core's emulations run over E2B's exec).
- * Excluded are only the cases the test server cannot stand for; they are verified live (see README).
+ * The conformance kit against the adapter through the E2B emulator of `@sbox/emulators`: once as
+ * declared, once primitives-only (every emulatable driver method hidden, so the core's emulations run over
+ * E2B's exec). Nothing is excluded: egress is enforced by the emulator's backend, exposed ports are
+ * fetched through the emulator's sandbox proxy (its path form: `https://<port>-<id>.<domain>` would need
+ * DNS and TLS for E2B's domain), and the secrets and deadline cases use the emulator's fault injection.
  */
 import { runConformance } from "@sbox/conformance/vitest";
+import { kitFaultHook } from "@sbox/emulators";
+import { startE2BEmulator } from "@sbox/emulators/e2b";
 import { afterAll } from "vitest";
-import { e2b } from "../src/index.js";
-import { type E2BTestServer, startE2BTestServer } from "./e2b-envd-test-server.js";
-import { TEST_API_KEY, TEST_DOMAIN } from "./e2b-test-env.js";
+import type { E2BProviderOptions } from "../src/index.js";
+import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./e2b-test-env.js";
 
-const server: E2BTestServer = await startE2BTestServer({ apiKey: TEST_API_KEY });
-afterAll(() => server.close());
+const emulator = await startE2BEmulator(testEmulatorOptions());
+afterAll(() => emulator.close());
 
-const provider = () =>
-  e2b({
-    apiKey: TEST_API_KEY,
-    apiUrl: server.apiUrl,
-    sandboxUrl: server.sandboxUrl,
-    domain: TEST_DOMAIN,
-    timeoutMs: 30 * 60_000,
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 8_000;
+const providerWithOptions = (extra: Record<string, unknown> = {}) =>
+  testProvider(emulator, {
+    previewUrl: ({ sandboxId, port }) => emulator.portUrl(sandboxId, port),
+    requestTimeoutMs: DEADLINE_MS,
+    ...(extra as E2BProviderOptions),
   });
-
-/** Cases the local test server cannot faithfully stand for; each is verified live only. */
-export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {
-  "ports.expose.http":
-    "the URL is E2B's public HTTPS proxy (https://<port>-<id>.<domain>), which no local server can answer for",
-  "network.egress.block-all": "the test server records egress rules but runs commands on the host network",
-  "network.egress.at-create": "the test server records egress rules but runs commands on the host network",
-  "network.egress.allow-list": "the test server records egress rules but runs commands on the host network",
+const provider = () => providerWithOptions();
+// The emulator's API key is a fake credential: the secrets cases check it never leaks.
+const remote = {
+  faults: kitFaultHook(emulator.faults),
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: TEST_API_KEY,
 };
+const label = `e2b (emulator on ${emulator.backend})`;
 
-runConformance({ provider, exclude: TEST_SERVER_EXCLUDES, label: "e2b (local test server)" });
-runConformance({
-  provider,
-  exclude: TEST_SERVER_EXCLUDES,
-  primitivesOnly: true,
-  label: "e2b (local test server)",
-});
+runConformance({ provider, providerWithOptions, remote, label });
+runConformance({ provider, providerWithOptions, remote, primitivesOnly: true, label });

@@ -1,6 +1,6 @@
 /**
- * The adapter against the local test server, one sandbox lifecycle at a time. The last test checks that
- * every control-plane route and envd RPC the adapter calls was exercised here.
+ * The adapter against the E2B emulator of `@sbox/emulators`, one sandbox lifecycle at a time. The last test
+ * checks that every control-plane route and envd RPC the adapter calls was exercised here.
  */
 import { createSandboxClient, type Sandbox } from "@sbox/core";
 import { SandboxError } from "@sbox/core/spec";
@@ -12,7 +12,7 @@ beforeAll(async () => {
   env = await startTestEnv();
 });
 afterAll(async () => {
-  await env?.server.close();
+  await env?.emulator.close();
 });
 
 const client = () => createSandboxClient({ provider: env.provider() });
@@ -50,7 +50,9 @@ describe("lifecycle", () => {
         const left = info.expiresAt!.getTime() - Date.now();
         expect(left).toBeGreaterThan(60_000);
         expect(left).toBeLessThanOrEqual(120_000);
-        expect(env.server.sandboxes.get(nativeId(sandbox))?.templateID).toBe("other");
+        const other = env.emulator.sandboxRecord(nativeId(sandbox))?.templateID;
+        expect(other).toBeDefined();
+        expect(other).not.toBe("rki5dems9wqfm4r03t7g"); // E2B's base template
         const r = await sandbox.commands.run('printf "%s" "$GREETING"');
         expect(r.stdout).toBe("it's $(here) ü");
         await sandbox.setTimeout(600_000);
@@ -157,15 +159,29 @@ describe("lifecycle", () => {
     });
   });
 
-  test("egress rules go to E2B at create and on change", async () => {
+  test("egress rules go to E2B at create and on change, and E2B enforces them", async () => {
     await withSandbox(
       async (sandbox) => {
-        const record = () => env.server.sandboxes.get(nativeId(sandbox))?.network;
-        expect(record()).toMatchObject({ denyOut: ["0.0.0.0/0"] });
-        await sandbox.network!.setEgress({ allow: ["example.com", "10.0.0.0/8"] });
-        expect(record()).toEqual({ allowOut: ["example.com", "10.0.0.0/8"], denyOut: ["0.0.0.0/0"] });
+        const record = () => env.emulator.sandboxRecord(nativeId(sandbox));
+        expect(record()?.network).toMatchObject({ denyOut: ["0.0.0.0/0"] });
+        expect(record()?.egress).toBe("block-all");
         await sandbox.network!.setEgress("allow-all");
-        expect(record()).toEqual({});
+        expect(record()?.network).toEqual({});
+        expect(record()?.egress).toBe("allow-all");
+        await sandbox.network!.setEgress("block-all");
+        expect(record()?.egress).toBe("block-all");
+        // Allow-lists reach E2B as allowOut over a denied 0.0.0.0/0; a backend without allow-lists
+        // refuses them (400, Validation) instead of accepting rules it would not enforce.
+        const allowed = await codeOf(sandbox.network!.setEgress({ allow: ["example.com", "10.0.0.0/8"] }));
+        if (allowed === "resolved") {
+          expect(record()?.network).toEqual({
+            allowOut: ["example.com", "10.0.0.0/8"],
+            denyOut: ["0.0.0.0/0"],
+          });
+        } else {
+          expect(allowed).toBe("Validation");
+          expect(record()?.egress).toBe("block-all");
+        }
         expect(await codeOf(sandbox.network!.setEgress({ allow: ["has space"] }))).toBe("Validation");
       },
       { network: { egress: "block-all" } },
@@ -231,6 +247,25 @@ describe("commands", () => {
     });
   });
 
+  test("kill reaches children forked while the tree is walked", async () => {
+    await withSandbox(async (sandbox) => {
+      // A unique duration, so processes of other tests on this machine are not counted.
+      const seconds = 10_000 + Math.floor(Math.random() * 5000);
+      const count = `ps -eo args | grep -c -e '^sleep ${seconds}$' || true`;
+      // Bounded: at most 400 children, each a sleep that the kill must reach.
+      const forker = await sandbox.commands.spawn(
+        `i=0; while [ $i -lt 400 ]; do sleep ${seconds} & i=$((i+1)); done; wait`,
+      );
+      for (let tries = 0; Number((await sandbox.commands.run(count)).stdout.trim()) < 5; tries++) {
+        if (tries > 100) throw new Error("the forker never started its children");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await sandbox.commands.kill(forker.pid, "SIGKILL");
+      await forker.wait();
+      expect((await sandbox.commands.run(count)).stdout.trim()).toBe("0");
+    });
+  });
+
   test("spawn, list, connect from a second client, stdin and kill", async () => {
     await withSandbox(async (sandbox) => {
       const proc = await sandbox.commands.spawn("cat; echo done; exit 4");
@@ -250,12 +285,17 @@ describe("commands", () => {
       // Unique durations, so processes of other tests on this machine are not counted.
       const seconds = 3000 + Math.floor(Math.random() * 5000);
       const sleeper = await sandbox.commands.spawn(`sleep ${seconds} & sleep ${seconds + 1} & wait`);
+      const count = `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`;
+      // Kill only once both children exist: a tree walked before the shell forked cannot include them.
+      for (let tries = 0; (await sandbox.commands.run(count)).stdout.trim() !== "2"; tries++) {
+        if (tries > 100) throw new Error("the sleeps never started");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // Without a signal: SIGTERM first (the shell ends on it), SIGKILL only after the grace period.
       await sandbox.commands.kill(sleeper.pid);
       const exit = await sleeper.wait();
-      expect(exit.signal).toBe("SIGKILL");
-      const rest = await sandbox.commands.run(
-        `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`,
-      );
+      expect(exit.signal).toBe("SIGTERM");
+      const rest = await sandbox.commands.run(count);
       expect(rest.stdout.trim()).toBe("0");
       expect(await codeOf(sandbox.commands.kill(999_999))).toBe("NotFound");
       expect(await codeOf(sandbox.commands.connect(999_999))).toBe("NotFound");
@@ -394,6 +434,7 @@ test("every control-plane route and envd RPC the adapter calls was exercised", (
     "GET /files",
     "POST /files",
   ];
-  const missing = expected.filter((route) => !env.server.routes.has(route));
+  const seen = env.routes();
+  const missing = expected.filter((route) => !seen.has(route));
   expect(missing).toEqual([]);
 });

@@ -1,5 +1,5 @@
 /**
- * Error mapping: the SDK's own error classes, and failures the test server answers the way E2B does
+ * Error mapping: the SDK's own error classes, and failures the E2B emulator answers the way E2B does
  * (401 for a wrong or expired key, 429, 503, 500, 404), all become SandboxErrors with the right code.
  */
 import { createSandboxClient } from "@sbox/core";
@@ -14,7 +14,7 @@ beforeAll(async () => {
   env = await startTestEnv();
 });
 afterAll(async () => {
-  await env?.server.close();
+  await env?.emulator.close();
 });
 
 async function rejection(promise: Promise<unknown>): Promise<SandboxError> {
@@ -37,7 +37,7 @@ describe("credentials", () => {
     expect(error.message).toContain("E2B_API_KEY");
     expect(error.message).not.toContain(wrongKey);
     expect(error.provider).toBe("e2b");
-    expect(env.server.routes.has("POST /v2/sandboxes")).toBe(true);
+    expect(env.routes().has("POST /v2/sandboxes")).toBe(true);
   });
 
   test("listing with a wrong key is Unauthorized too", async () => {
@@ -59,8 +59,8 @@ describe("credentials", () => {
     "no key at all is Unauthorized naming E2B_API_KEY (E2B_API_KEY unset)",
     async () => {
       const provider = e2b({
-        apiUrl: env.server.apiUrl,
-        sandboxUrl: env.server.sandboxUrl,
+        apiUrl: env.emulator.url,
+        sandboxUrl: env.emulator.sandboxUrl,
         domain: TEST_DOMAIN,
       });
       const error = await rejection(createSandboxClient({ provider }).create());
@@ -77,7 +77,13 @@ describe("control-plane failures answered like E2B", () => {
     [500, "Provider", true],
     [400, "Validation", false],
   ] as const)("create answered %i is %s (retryable %s)", async (status, code, retryable) => {
-    env.server.failNext("POST /v2/sandboxes", status, `injected ${status}`);
+    env.emulator.faults.add({
+      match: "POST /v2/sandboxes",
+      kind: "error",
+      status,
+      message: `injected ${status}`,
+      times: 1,
+    });
     const error = await rejection(createSandboxClient({ provider: env.provider() }).create());
     expect(error.code).toBe(code);
     expect(error.retryable).toBe(retryable);

@@ -11,9 +11,11 @@ import { e2b } from "../src/index.js";
 
 const KEY = process.env.E2B_API_KEY;
 const TEMPLATE = process.env.E2B_TEMPLATE;
-const provider = () => e2b({ timeoutMs: 30 * 60_000, ...(TEMPLATE ? { template: TEMPLATE } : {}) });
+const providerWithOptions = (extra: Record<string, unknown> = {}) =>
+  e2b({ timeoutMs: 30 * 60_000, ...(TEMPLATE ? { template: TEMPLATE } : {}), ...extra });
+const provider = () => providerWithOptions();
 
-if (KEY) runConformance({ provider, timeoutMs: 120_000 });
+if (KEY) runConformance({ provider, providerWithOptions, timeoutMs: 120_000 });
 
 describe.skipIf(!KEY)("e2b live (skipped: set E2B_API_KEY to run against real E2B)", () => {
   test("a wrong key is refused by E2B with Unauthorized naming E2B_API_KEY", async () => {

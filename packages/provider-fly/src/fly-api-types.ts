@@ -107,7 +107,9 @@ export interface FlyLease {
   owner?: string | undefined;
   expires_at?: number | undefined;
   description?: string | undefined;
-  data?: { nonce?: string | undefined; owner?: string | undefined; expires_at?: number | undefined } | undefined;
+  data?:
+    | { nonce?: string | undefined; owner?: string | undefined; expires_at?: number | undefined }
+    | undefined;
 }
 
 /** Body of `POST /v1/apps/{app}/machines/{id}/exec` (`MachineExecRequest`; the string `cmd` is deprecated). */

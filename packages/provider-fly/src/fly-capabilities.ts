@@ -3,7 +3,7 @@ import type { CapabilityFlags } from "@sbox/core/spec";
 /**
  * What Fly Machines offer through the public Machines API. Its exec is buffered (one request, the whole
  * output in the answer, text only), so streaming, background processes, kill, stdin, file transfer,
- * watch and metrics are `emulated` by the core over that exec (CAPABILITIES.md E1-E8). Lifecycle, region
+ * watch and metrics are `emulated` by the core over that exec (docs/capabilities.md, E1-E8). Lifecycle, region
  * placement and declared ports are native. Snapshots, forks, volumes, GPUs, egress control, private
  * previews, ssh, pty and secrets are not offered through this API by this provider.
  */

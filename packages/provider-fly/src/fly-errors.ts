@@ -1,6 +1,5 @@
 import { codeForHttpStatus, isRetryableHttpStatus, SandboxError } from "@sbox/core/spec";
 import type { FlyErrorBody } from "./fly-api-types.js";
-import { FLY_PROVIDER_NAME } from "./fly-names.js";
 
 /** Longest piece of a response body quoted in an error message. */
 const MAX_DETAIL_CHARS = 500;
@@ -21,8 +20,6 @@ export function errorDetailOf(body: string): string {
 export interface FlyFailureContext {
   readonly operation: string;
   readonly app: string;
-  /** Literal secrets (the API token) scrubbed from the message. */
-  readonly secrets: readonly string[];
 }
 
 /**
@@ -48,12 +45,7 @@ export function flyHttpError(status: number, body: string, context: FlyFailureCo
   return new SandboxError(
     code,
     `${context.operation}: the Fly Machines API answered ${status}${detail ? `: ${detail}` : ""}${hint}`,
-    {
-      provider: FLY_PROVIDER_NAME,
-      status,
-      retryable: isRetryableHttpStatus(status),
-      secrets: context.secrets,
-    },
+    { status, retryable: isRetryableHttpStatus(status) },
   );
 }
 
@@ -71,7 +63,7 @@ export function flyNetworkError(error: unknown, baseUrl: string, context: FlyFai
   return new SandboxError(
     "Provider",
     `${context.operation}: could not reach the Fly Machines API at ${baseUrl}: ${reason}`,
-    { provider: FLY_PROVIDER_NAME, retryable: true, cause: error, secrets: context.secrets },
+    { retryable: true, cause: error },
   );
 }
 

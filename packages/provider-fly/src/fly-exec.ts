@@ -3,45 +3,12 @@ import {
   type DriverExecResult,
   NotSupportedError,
   SandboxError,
+  signalName,
 } from "@sbox/core/spec";
 import type { FlyExecRequest, FlyExecResponse } from "./fly-api-types.js";
 import type { FlyHttp } from "./fly-http.js";
 import { execMachine } from "./fly-machines-api.js";
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
-
-/** Linux signal numbers to names, for `exit_signal`. */
-const SIGNAL_NAMES: Readonly<Record<number, string>> = {
-  1: "SIGHUP",
-  2: "SIGINT",
-  3: "SIGQUIT",
-  4: "SIGILL",
-  5: "SIGTRAP",
-  6: "SIGABRT",
-  7: "SIGBUS",
-  8: "SIGFPE",
-  9: "SIGKILL",
-  10: "SIGUSR1",
-  11: "SIGSEGV",
-  12: "SIGUSR2",
-  13: "SIGPIPE",
-  14: "SIGALRM",
-  15: "SIGTERM",
-  17: "SIGCHLD",
-  18: "SIGCONT",
-  19: "SIGSTOP",
-  20: "SIGTSTP",
-  21: "SIGTTIN",
-  22: "SIGTTOU",
-  24: "SIGXCPU",
-  25: "SIGXFSZ",
-  26: "SIGVTALRM",
-  27: "SIGPROF",
-  31: "SIGSYS",
-};
-
-function invalid(message: string): SandboxError {
-  return new SandboxError("Validation", message, { provider: FLY_PROVIDER_NAME, retryable: false });
-}
 
 /**
  * The argv Fly runs. Fly's exec takes argv only: a shell snippet becomes `["sh", "-c", script]`. The
@@ -54,7 +21,7 @@ export function execArgv(
   env: Readonly<Record<string, string>>,
 ): string[] {
   const argv = "shell" in command ? ["sh", "-c", command.shell] : [...command.argv];
-  if (argv.length === 0) throw invalid("exec needs a non-empty argv");
+  if (argv.length === 0) throw new SandboxError("Validation", "exec needs a non-empty argv");
   const assignments = Object.entries(env).map(([key, value]) => `${key}=${value}`);
   if (assignments.length === 0) return argv;
   // `env` would read a program name containing "=" as one more assignment: hand such argv to exec "$@".
@@ -66,12 +33,16 @@ export function execArgv(
 function stdinText(stdin: DriverExecRequest["stdin"]): string | undefined {
   if (stdin === undefined) return undefined;
   if (!(stdin instanceof Uint8Array)) {
-    throw invalid("Fly exec takes stdin as a whole string, not a stream (the core feeds streams itself)");
+    throw new SandboxError(
+      "Validation",
+      "Fly exec takes stdin as a whole string, not a stream (the core feeds streams itself)",
+    );
   }
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(stdin);
   } catch {
-    throw invalid(
+    throw new SandboxError(
+      "Validation",
       "Fly exec takes stdin as text: these bytes are not valid UTF-8 (the core feeds binary stdin)",
     );
   }
@@ -84,13 +55,15 @@ export function execResultOf(response: FlyExecResponse | undefined): DriverExecR
   const signalNumber = typeof response?.exit_signal === "number" ? response.exit_signal : 0;
   const code = typeof response?.exit_code === "number" ? response.exit_code : undefined;
   if (signalNumber > 0) {
-    const signal = SIGNAL_NAMES[signalNumber] ?? `SIG${signalNumber}`;
+    const signal = signalName(signalNumber) ?? `SIG${signalNumber}`;
     return { stdout, stderr, exitCode: code !== undefined && code >= 0 ? code : 128 + signalNumber, signal };
   }
   if (code === undefined || !Number.isInteger(code) || code < 0) {
-    throw new SandboxError("Provider", `Fly's exec answered without a usable exit code (${String(code)})`, {
-      provider: FLY_PROVIDER_NAME,
-    });
+    throw new SandboxError(
+      "Provider",
+      `Fly's exec answered without a usable exit code (${String(code)})`,
+      {},
+    );
   }
   return { stdout, stderr, exitCode: code };
 }
@@ -116,7 +89,10 @@ export async function flyExec(
     );
   }
   if (request.cwd !== undefined || request.env !== undefined) {
-    throw invalid("Fly's exec has no per-command cwd or env (the core puts them into the command)");
+    throw new SandboxError(
+      "Validation",
+      "Fly's exec has no per-command cwd or env (the core puts them into the command)",
+    );
   }
   const body: FlyExecRequest = { command: execArgv(request.command, env), timeout: timeoutSeconds };
   const stdin = stdinText(request.stdin);

@@ -1,8 +1,8 @@
-import { SandboxError } from "@sbox/core/spec";
+import { abortErrorOf, createProviderFetch, SandboxError } from "@sbox/core/spec";
 import { type FlyFailureContext, flyHttpError, flyNetworkError } from "./fly-errors.js";
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 import { type ResolvedFlyOptions, requireCredentials } from "./fly-options.js";
-import { abortError, retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
+import { retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
 import { authorizationHeader, tokenSecrets } from "./fly-token.js";
 
 /**
@@ -27,12 +27,19 @@ export interface FlyCall {
   /** What is being done, for error messages: `"exec on machine 3d8d413b29d089"`. */
   readonly operation: string;
   readonly retry: FlyRetryClass;
+  /**
+   * How long Fly may legitimately take to answer (a wait route's own timeout, an exec's command time), in
+   * ms; the call's deadline is this plus `requestTimeoutMs`. Default 0.
+   */
+  readonly waitsMs?: number | undefined;
 }
 
-/** The HTTP layer of the provider: auth, JSON, the error taxonomy and retries. */
+/** The HTTP layer of the provider: auth, JSON, the error taxonomy, deadlines and retries. */
 export interface FlyHttp {
   /** The app the calls go to. */
   readonly app: () => string;
+  /** The deadline of one call that is not expected to wait (ms). */
+  readonly requestTimeoutMs: number;
   /** Sends `call` and returns the parsed JSON body (or `undefined` for an empty one). */
   request<T>(call: FlyCall): Promise<T>;
 }
@@ -45,9 +52,20 @@ function isRetryableFailure(error: SandboxError, retry: FlyRetryClass): boolean 
   return error.status >= 500;
 }
 
-/** Builds the HTTP layer over `options.fetch`. */
+/**
+ * Builds the HTTP layer over `options.fetch`, through core's provider fetch: the token is never sent to
+ * another origin on a redirect, and a Fly that stays silent past a call's deadline rejects it with
+ * `Timeout` (not retried here: the caller's own retry policy decides).
+ */
 export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
   const app = (): string => requireCredentials(options).app;
+  const send = createProviderFetch({
+    provider: FLY_PROVIDER_NAME,
+    fetch: options.fetch,
+    requestTimeoutMs: options.requestTimeoutMs,
+    // A token pasted with its scheme or as several comma-separated tokens: each bare part is a secret.
+    secrets: () => tokenSecrets(options.apiToken ?? ""),
+  });
 
   const once = async (
     call: FlyCall,
@@ -70,10 +88,16 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
     let response: Response;
     let text: string;
     try {
-      response = await options.fetch(url, init);
+      response = await send(url, init, {
+        timeoutMs: (call.waitsMs ?? 0) + options.requestTimeoutMs,
+        retryable: call.retry === "idempotent",
+        what: call.operation,
+      });
       text = await response.text();
     } catch (error) {
-      if (call.signal.aborted) throw abortError(call.signal, call.operation);
+      if (call.signal.aborted) throw abortErrorOf(call.signal, call.operation);
+      // A deadline passed or a redirect refused: not a network failure worth repeating.
+      if (SandboxError.isInstance(error)) throw error;
       return { error: flyNetworkError(error, options.apiBaseUrl, context), retryAfter: null };
     }
     if (!response.ok) {
@@ -89,18 +113,19 @@ export function createFlyHttp(options: ResolvedFlyOptions): FlyHttp {
       throw new SandboxError(
         "Provider",
         `${call.operation}: the Fly Machines API answered ${response.status} with a body that is not JSON`,
-        { provider: FLY_PROVIDER_NAME, status: response.status, cause: error, secrets: context.secrets },
+        { status: response.status, cause: error },
       );
     }
   };
 
   return {
     app,
+    requestTimeoutMs: options.requestTimeoutMs,
     async request<T>(call: FlyCall): Promise<T> {
       const { token, app: appName } = requireCredentials(options);
-      const context: FlyFailureContext = { operation: call.operation, app: appName, secrets: tokenSecrets(token) };
+      const context: FlyFailureContext = { operation: call.operation, app: appName };
       for (let attempt = 0; ; attempt++) {
-        if (call.signal.aborted) throw abortError(call.signal, call.operation);
+        if (call.signal.aborted) throw abortErrorOf(call.signal, call.operation);
         const outcome = await once(call, token, appName, context);
         if ("value" in outcome) return outcome.value as T;
         if (attempt >= options.retry.retries || !isRetryableFailure(outcome.error, call.retry)) {

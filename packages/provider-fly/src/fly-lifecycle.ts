@@ -19,7 +19,7 @@ import {
   releaseLease,
   waitForState,
 } from "./fly-machines-api.js";
-import { FLY_IDEMPOTENCY_METADATA_KEY, FLY_MANAGED_METADATA_KEY, FLY_PROVIDER_NAME } from "./fly-names.js";
+import { FLY_IDEMPOTENCY_METADATA_KEY, FLY_MANAGED_METADATA_KEY } from "./fly-names.js";
 import type { ResolvedFlyOptions } from "./fly-options.js";
 import { retryDelayMs, sleepUnlessAborted } from "./fly-retry.js";
 import { sandboxStateOf } from "./fly-states.js";
@@ -44,7 +44,9 @@ function failureOf(machine: FlyMachine | undefined): string {
   for (const event of machine?.events ?? []) {
     if (event.status === "failed" || event.type === "exit") {
       const detail = event.request?.error ?? event.request?.exit_event;
-      return detail === undefined ? `${event.type ?? "event"} ${event.status ?? ""}`.trim() : JSON.stringify(detail);
+      return detail === undefined
+        ? `${event.type ?? "event"} ${event.status ?? ""}`.trim()
+        : JSON.stringify(detail);
     }
   }
   return "no reason recorded";
@@ -54,11 +56,7 @@ function failureOf(machine: FlyMachine | undefined): string {
 const MACHINE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 function notFound(id: string, app: string): SandboxError {
-  return new SandboxError("NotFound", `no Fly machine ${JSON.stringify(id)} in app ${app}`, {
-    provider: FLY_PROVIDER_NAME,
-    status: 404,
-    retryable: false,
-  });
+  return new SandboxError("NotFound", `no Fly machine ${JSON.stringify(id)} in app ${app}`, { status: 404 });
 }
 
 function isGone(machine: FlyMachine): boolean {
@@ -100,7 +98,12 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
    * Waits for a boot: `started`, or `failed` — a machine that cannot boot (an image Fly cannot pull, a
    * crashing init) fails at once instead of running out the whole start timeout.
    */
-  const startedBy = async (id: string, deadline: number, signal: AbortSignal, version?: string): Promise<void> => {
+  const startedBy = async (
+    id: string,
+    deadline: number,
+    signal: AbortSignal,
+    version?: string,
+  ): Promise<void> => {
     const state = await waitForState(http, id, "started", {
       deadline,
       signal,
@@ -111,7 +114,6 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
     if (state !== "failed") return;
     const machine = await getMachine(http, id, signal).catch(() => undefined);
     throw new SandboxError("Provider", `machine ${id} failed to start: ${failureOf(machine)}`, {
-      provider: FLY_PROVIDER_NAME,
       retryable: false,
     });
   };
@@ -265,7 +267,6 @@ export function flyLifecycle(http: FlyHttp, options: ResolvedFlyOptions): FlyLif
         throw new SandboxError(
           "InvalidState",
           `only a running machine can be paused; machine ${id} is ${machine.state}`,
-          { provider: FLY_PROVIDER_NAME, retryable: false },
         );
       }
       if (machine.state === "started") {

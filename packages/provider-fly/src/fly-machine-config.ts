@@ -1,6 +1,6 @@
 import { SandboxError, type SandboxSpec } from "@sbox/core/spec";
 import type { FlyCreateMachineRequest, FlyMachineConfig, FlyMachineService } from "./fly-api-types.js";
-import { FLY_IDEMPOTENCY_METADATA_KEY, FLY_MANAGED_METADATA_KEY, FLY_PROVIDER_NAME } from "./fly-names.js";
+import { FLY_IDEMPOTENCY_METADATA_KEY, FLY_MANAGED_METADATA_KEY } from "./fly-names.js";
 import type { ResolvedFlyOptions } from "./fly-options.js";
 
 /**
@@ -13,10 +13,6 @@ export const FLY_KEEPALIVE_INIT: readonly string[] = [
   "-c",
   "trap 'exit 0' INT TERM; while :; do sleep 3600 & wait $!; done",
 ];
-
-function invalid(message: string): SandboxError {
-  return new SandboxError("Validation", message, { provider: FLY_PROVIDER_NAME, retryable: false });
-}
 
 /**
  * The Fly services that publish `ports`: each internal port is offered by the Fly Proxy on the same
@@ -66,7 +62,10 @@ export function createMachineRequest(
     config.guest = { cpu_kind: options.cpuKind, cpus: 1, memory_mb: 256 };
     if (resources.vcpus !== undefined) {
       if (!Number.isInteger(resources.vcpus) || resources.vcpus < 1) {
-        throw invalid(`resources.vcpus must be a whole number of CPUs on Fly, got ${resources.vcpus}`);
+        throw new SandboxError(
+          "Validation",
+          `resources.vcpus must be a whole number of CPUs on Fly, got ${resources.vcpus}`,
+        );
       }
       config.guest.cpus = resources.vcpus;
     }
@@ -76,7 +75,8 @@ export function createMachineRequest(
         resources.memoryMB < 256 ||
         resources.memoryMB % 256 !== 0
       ) {
-        throw invalid(
+        throw new SandboxError(
+          "Validation",
           `resources.memoryMB must be a multiple of 256 (at least 256) on Fly, got ${resources.memoryMB}`,
         );
       }
@@ -86,7 +86,7 @@ export function createMachineRequest(
   if (spec.ports !== undefined && spec.ports.length > 0) {
     for (const port of spec.ports) {
       if (!Number.isInteger(port) || port < 1 || port > 65535) {
-        throw invalid(`ports must be TCP port numbers (1-65535), got ${String(port)}`);
+        throw new SandboxError("Validation", `ports must be TCP port numbers (1-65535), got ${String(port)}`);
       }
     }
     config.services = servicesForPorts([...new Set(spec.ports)]);

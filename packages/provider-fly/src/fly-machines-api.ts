@@ -1,4 +1,4 @@
-import { SandboxError } from "@sbox/core/spec";
+import { abortErrorOf, SandboxError } from "@sbox/core/spec";
 import type {
   FlyCreateMachineRequest,
   FlyExecRequest,
@@ -10,13 +10,9 @@ import type {
 } from "./fly-api-types.js";
 import { hasStatus } from "./fly-errors.js";
 import type { FlyHttp } from "./fly-http.js";
-import { FLY_PROVIDER_NAME } from "./fly-names.js";
-import { abortError } from "./fly-retry.js";
 
 /** The longest `timeout` the wait route accepts in one call, in seconds. */
 export const FLY_WAIT_MAX_SECONDS = 60;
-/** Extra time given to one wait call beyond its own `timeout`, before the client gives up on it. */
-const WAIT_CALL_GRACE_MS = 10_000;
 
 const machinePath = (id: string): string => `/${encodeURIComponent(id)}`;
 
@@ -66,9 +62,11 @@ export async function listMachines(
     retry: "idempotent",
   });
   if (machines !== undefined && machines !== null && !Array.isArray(machines)) {
-    throw new SandboxError("Provider", "list machines: the Fly Machines API answered something not a list", {
-      provider: FLY_PROVIDER_NAME,
-    });
+    throw new SandboxError(
+      "Provider",
+      "list machines: the Fly Machines API answered something not a list",
+      {},
+    );
   }
   return machines ?? [];
 }
@@ -103,23 +101,23 @@ export async function waitForState(
     if (options.orFailed) query.push(["state", "failed"]);
     query.push(["timeout", String(seconds)]);
     if (options.version) query.push(["version", options.version]);
-    // A server that ignores `timeout` must not hold the call past the deadline.
-    const callLimit = AbortSignal.timeout(Math.min(remaining, seconds * 1000) + WAIT_CALL_GRACE_MS);
-    const signal = AbortSignal.any([options.signal, callLimit]);
     try {
+      // The call's deadline is its own `timeout` plus the request deadline: a server that ignores
+      // `timeout` cannot hold it longer.
       const answer = await http.request<FlyWaitResponse | undefined>({
         method: "GET",
         path: `${machinePath(id)}/wait`,
         query,
-        signal,
+        signal: options.signal,
         operation: `wait for machine ${id} to be ${state}`,
         retry: "idempotent",
+        waitsMs: Math.min(remaining, seconds * 1000),
       });
       return answer?.state ?? state;
     } catch (error) {
       if (options.signal.aborted)
-        throw abortError(options.signal, `waiting for machine ${id} to be ${state}`);
-      if (callLimit.aborted || hasStatus(error, 408)) continue;
+        throw abortErrorOf(options.signal, `waiting for machine ${id} to be ${state}`);
+      if (hasStatus(error, 408) || (SandboxError.isInstance(error) && error.code === "Timeout")) continue;
       throw error;
     }
   }
@@ -132,25 +130,59 @@ export async function waitForState(
   throw new SandboxError(
     "Timeout",
     `machine ${id} did not become ${state} within ${options.budgetMs} ms (its state is ${last})`,
-    { provider: FLY_PROVIDER_NAME },
   );
 }
 
-/** `POST /v1/apps/{app}/machines/{id}/exec`: runs argv to completion, returns buffered output. */
-export function execMachine(
+/**
+ * `POST /v1/apps/{app}/machines/{id}/exec`: runs argv to completion, returns buffered output. The call may
+ * take the command's whole time limit (`body.timeout`); meanwhile the machine is checked every half
+ * request deadline, so a Fly that stopped answering (`Timeout`) or a machine that is no longer started
+ * (`InvalidState`) ends the wait within one deadline, instead of after the command's time limit.
+ */
+export async function execMachine(
   http: FlyHttp,
   id: string,
   body: FlyExecRequest,
   signal: AbortSignal,
 ): Promise<FlyExecResponse> {
-  return http.request<FlyExecResponse>({
-    method: "POST",
-    path: `${machinePath(id)}/exec`,
-    body,
-    signal,
-    operation: `exec on machine ${id}`,
-    retry: "refused-only",
-  });
+  const liveness = new AbortController();
+  const interval = Math.max(500, http.requestTimeoutMs / 2);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const check = async () => {
+    try {
+      const machine = await getMachine(http, id, liveness.signal);
+      if (machine.state !== "started") {
+        liveness.abort(
+          new SandboxError("InvalidState", `exec on machine ${id}: the machine is ${machine.state}`),
+        );
+        return;
+      }
+    } catch (error) {
+      if (liveness.signal.aborted) return;
+      if (SandboxError.isInstance(error) && error.code === "Timeout") {
+        const lost = `exec on machine ${id}: the Fly Machines API stopped answering while the command ran`;
+        liveness.abort(new SandboxError("Timeout", lost, { retryable: false, cause: error }));
+        return;
+      }
+      // Any other failure of the check says nothing about the exec: keep waiting for its answer.
+    }
+    if (!liveness.signal.aborted) timer = setTimeout(check, interval);
+  };
+  timer = setTimeout(check, interval);
+  try {
+    return await http.request<FlyExecResponse>({
+      method: "POST",
+      path: `${machinePath(id)}/exec`,
+      body,
+      signal: AbortSignal.any([signal, liveness.signal]),
+      operation: `exec on machine ${id}`,
+      retry: "refused-only",
+      waitsMs: (body.timeout ?? 0) * 1000,
+    });
+  } finally {
+    clearTimeout(timer);
+    if (!liveness.signal.aborted) liveness.abort();
+  }
 }
 
 /** The header a lease's nonce travels in. */
@@ -196,15 +228,22 @@ export async function acquireLease(
   });
   const nonce = lease?.nonce ?? lease?.data?.nonce;
   if (typeof nonce !== "string" || nonce === "") {
-    throw new SandboxError("Provider", `lease machine ${id}: the Fly Machines API answered a lease without a nonce`, {
-      provider: FLY_PROVIDER_NAME,
-    });
+    throw new SandboxError(
+      "Provider",
+      `lease machine ${id}: the Fly Machines API answered a lease without a nonce`,
+      {},
+    );
   }
   return nonce;
 }
 
 /** `DELETE .../lease` with the nonce; a lease that already ended is no error. */
-export async function releaseLease(http: FlyHttp, id: string, nonce: string, signal: AbortSignal): Promise<void> {
+export async function releaseLease(
+  http: FlyHttp,
+  id: string,
+  nonce: string,
+  signal: AbortSignal,
+): Promise<void> {
   try {
     await http.request<unknown>({
       method: "DELETE",

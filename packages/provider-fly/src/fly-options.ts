@@ -1,4 +1,14 @@
-import { SandboxError } from "@sbox/core/spec";
+import {
+  invalidSetting,
+  loadSetting,
+  optionRules,
+  type ProviderOptionRules,
+  SandboxError,
+  type SettingParser,
+  type SettingSource,
+  settingParsers,
+  validateProviderOptions,
+} from "@sbox/core/spec";
 import { FLY_PROVIDER_NAME } from "./fly-names.js";
 
 /** The public Machines API endpoint. */
@@ -53,6 +63,12 @@ export interface FlyProviderOptions {
   stopTimeoutMs?: number | undefined;
   /** Time limit sent with one exec call, in seconds (default and most {@link FLY_EXEC_LIMIT_SECONDS}, Fly's own limit). */
   execTimeoutSeconds?: number | undefined;
+  /**
+   * Deadline of one call of the Machines API in ms (default 30 000): Fly's answer must begin within it and
+   * its body must not pause longer. Calls that wait on purpose (the wait route, an exec) get their own
+   * time on top; while an exec runs, the machine is checked with this deadline. Past it: `Timeout`.
+   */
+  requestTimeoutMs?: number | undefined;
   /** Retries of 429, 5xx and network failures (see the README for which calls are retried). */
   retry?: FlyRetryOptions | undefined;
   /** Preview URL of an exposed port (default `https://{app}.fly.dev:{port}`). */
@@ -72,91 +88,128 @@ export interface ResolvedFlyOptions {
   readonly startTimeoutMs: number;
   readonly stopTimeoutMs: number;
   readonly execTimeoutSeconds: number;
+  readonly requestTimeoutMs: number;
   readonly retry: ResolvedFlyRetry;
   readonly previewUrl: FlyPreviewUrl;
   readonly cpuKind: string;
 }
 
-function envVar(name: string): string | undefined {
-  // Read through globalThis so the provider also loads where no `process` exists (edge runtimes).
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  const value = env?.[name];
-  return value === undefined || value === "" ? undefined : value;
-}
+const fly = (source: SettingSource<number>, fallback: number): number =>
+  loadSetting(FLY_PROVIDER_NAME, source, fallback);
 
-function invalid(message: string): SandboxError {
-  return new SandboxError("Validation", message, { provider: FLY_PROVIDER_NAME, retryable: false });
-}
+/** At most Fly's own exec limit: its exec answers 408 past that whatever it is asked. */
+const execTimeoutSeconds: SettingParser<number> = (raw, from) => {
+  const seconds = settingParsers.positiveNumber(raw, from);
+  return seconds <= FLY_EXEC_LIMIT_SECONDS
+    ? seconds
+    : invalidSetting(
+        `be at most ${FLY_EXEC_LIMIT_SECONDS} (Fly's exec answers 408 past that whatever it is asked; longer commands run detached through the core's emulation anyway)`,
+      );
+};
 
-function positive(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw invalid(`fly(): ${name} must be a positive number, got ${String(value)}`);
-  }
-  return value;
-}
-
-function nonNegativeInteger(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 0) {
-    throw invalid(`fly(): ${name} must be a non-negative integer, got ${String(value)}`);
-  }
-  return value;
-}
+/** Every option of {@link fly} and what it takes: anything else is refused, not ignored. */
+const FLY_OPTION_RULES: ProviderOptionRules = {
+  apiToken: optionRules.secret(),
+  appName: optionRules.nonEmptyString(),
+  region: optionRules.nonEmptyString(),
+  image: optionRules.nonEmptyString(),
+  apiBaseUrl: optionRules.nonEmptyString(),
+  fetch: optionRules.function(),
+  startTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  stopTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  execTimeoutSeconds: optionRules.positiveNumber("a positive number of seconds"),
+  retry: optionRules.object({
+    retries: optionRules.custom("a whole number of 0 or more", (value) =>
+      Number.isInteger(value) && (value as number) >= 0
+        ? undefined
+        : `must be a whole number of 0 or more, got ${String(value)}`,
+    ),
+    baseDelayMs: optionRules.positiveNumber("a positive number of milliseconds"),
+    maxDelayMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  }),
+  previewUrl: optionRules.function(),
+  cpuKind: optionRules.nonEmptyString(),
+  requestTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+};
 
 /**
- * Applies defaults and checks the shape of the options. Missing credentials are not an error here, so
- * that the declaration can be read (`sbox caps`) without them; every call checks them first.
+ * Applies defaults and checks the shape of the options (each option, else its environment variable, else
+ * the default). Missing credentials are not an error here, so that the declaration can be read
+ * (`sbox caps`) without them; every call checks them first.
  */
 export function resolveFlyOptions(options: FlyProviderOptions = {}): ResolvedFlyOptions {
-  if (typeof options !== "object" || options === null) throw invalid("fly(): options must be an object");
-  const base = options.apiBaseUrl ?? envVar("FLY_API_HOSTNAME") ?? DEFAULT_FLY_API_BASE_URL;
-  let parsed: URL;
-  try {
-    parsed = new URL(base);
-  } catch {
-    throw invalid(`fly(): apiBaseUrl is not a URL: ${JSON.stringify(base)}`);
+  if (typeof options !== "object" || options === null) {
+    throw new SandboxError("Validation", "fly(): options must be an object", { provider: FLY_PROVIDER_NAME });
   }
-  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
-    throw invalid(`fly(): apiBaseUrl must be http(s), got ${parsed.protocol}`);
-  }
+  validateProviderOptions(FLY_PROVIDER_NAME, options, FLY_OPTION_RULES);
   const fetchImpl = options.fetch ?? globalThis.fetch;
   if (typeof fetchImpl !== "function") {
-    throw invalid("fly(): no fetch implementation: pass options.fetch or run on Node 20 or later");
+    throw new SandboxError(
+      "Validation",
+      "fly(): no fetch implementation: pass options.fetch or run on Node 20 or later",
+      { provider: FLY_PROVIDER_NAME },
+    );
   }
   const retry = options.retry ?? {};
-  const resolved: ResolvedFlyOptions = {
-    apiToken: options.apiToken ?? envVar("FLY_API_TOKEN"),
-    appName: options.appName ?? envVar("FLY_APP"),
+  const { positiveNumber, nonNegativeInteger } = settingParsers;
+  return {
+    apiToken: loadSetting(FLY_PROVIDER_NAME, {
+      option: "apiToken",
+      value: options.apiToken,
+      env: "FLY_API_TOKEN",
+      // An empty token counts as none: requireCredentials names FLY_API_TOKEN when a call needs it.
+      parse: (raw) => (typeof raw === "string" ? raw : invalidSetting("be a string")),
+      secret: true,
+    }),
+    appName: loadSetting(FLY_PROVIDER_NAME, {
+      option: "appName",
+      value: options.appName,
+      env: "FLY_APP",
+      parse: settingParsers.matching(
+        /^[a-z0-9][a-z0-9-]*$/,
+        "be a Fly app name (lowercase letters, digits, dashes)",
+      ),
+    }),
     region: options.region,
     image: options.image ?? DEFAULT_FLY_IMAGE,
-    apiBaseUrl: base.replace(/\/+$/, ""),
+    apiBaseUrl: loadSetting(
+      FLY_PROVIDER_NAME,
+      {
+        option: "apiBaseUrl",
+        value: options.apiBaseUrl,
+        env: "FLY_API_HOSTNAME",
+        parse: settingParsers.url(["https:", "http:"]),
+      },
+      DEFAULT_FLY_API_BASE_URL,
+    ),
     fetch: fetchImpl,
-    startTimeoutMs: positive("startTimeoutMs", options.startTimeoutMs, 120_000),
-    stopTimeoutMs: positive("stopTimeoutMs", options.stopTimeoutMs, 60_000),
+    startTimeoutMs: fly(
+      { option: "startTimeoutMs", value: options.startTimeoutMs, parse: positiveNumber },
+      120_000,
+    ),
+    stopTimeoutMs: fly(
+      { option: "stopTimeoutMs", value: options.stopTimeoutMs, parse: positiveNumber },
+      60_000,
+    ),
     execTimeoutSeconds: Math.ceil(
-      positive("execTimeoutSeconds", options.execTimeoutSeconds, FLY_EXEC_LIMIT_SECONDS),
+      fly(
+        { option: "execTimeoutSeconds", value: options.execTimeoutSeconds, parse: execTimeoutSeconds },
+        FLY_EXEC_LIMIT_SECONDS,
+      ),
+    ),
+    requestTimeoutMs: fly(
+      { option: "requestTimeoutMs", value: options.requestTimeoutMs, parse: positiveNumber },
+      30_000,
     ),
     retry: {
-      retries: nonNegativeInteger("retry.retries", retry.retries, 4),
-      baseDelayMs: positive("retry.baseDelayMs", retry.baseDelayMs, 250),
-      maxDelayMs: positive("retry.maxDelayMs", retry.maxDelayMs, 8_000),
+      retries: fly({ option: "retry.retries", value: retry.retries, parse: nonNegativeInteger }, 4),
+      baseDelayMs: fly({ option: "retry.baseDelayMs", value: retry.baseDelayMs, parse: positiveNumber }, 250),
+      maxDelayMs: fly({ option: "retry.maxDelayMs", value: retry.maxDelayMs, parse: positiveNumber }, 8_000),
     },
     previewUrl:
       options.previewUrl ?? (({ app, port }) => `https://${app}.fly.dev${port === 443 ? "" : `:${port}`}`),
     cpuKind: options.cpuKind ?? "shared",
   };
-  if (resolved.execTimeoutSeconds > FLY_EXEC_LIMIT_SECONDS) {
-    throw invalid(
-      `fly(): execTimeoutSeconds must be at most ${FLY_EXEC_LIMIT_SECONDS} (Fly's exec answers 408 past that whatever it is asked); longer commands run detached through the core's emulation anyway`,
-    );
-  }
-  if (resolved.appName !== undefined && !/^[a-z0-9][a-z0-9-]*$/.test(resolved.appName)) {
-    throw invalid(
-      `fly(): appName must be a Fly app name (lowercase letters, digits, dashes), got ${JSON.stringify(resolved.appName)}`,
-    );
-  }
-  return resolved;
 }
 
 /** The token and app a call needs, or a clear error naming the environment variables. */
@@ -165,14 +218,12 @@ export function requireCredentials(options: ResolvedFlyOptions): { token: string
     throw new SandboxError(
       "Unauthorized",
       "no Fly API token: set FLY_API_TOKEN (for example `export FLY_API_TOKEN=$(fly auth token)`) or pass fly({ apiToken })",
-      { provider: FLY_PROVIDER_NAME, retryable: false },
     );
   }
   if (options.appName === undefined) {
     throw new SandboxError(
       "Validation",
       "no Fly app: set FLY_APP to the name of an existing Fly App, or pass fly({ appName })",
-      { provider: FLY_PROVIDER_NAME, retryable: false },
     );
   }
   return { token: options.apiToken, app: options.appName };

@@ -32,7 +32,6 @@ export function flyPorts(http: FlyHttp, options: ResolvedFlyOptions): FlyPorts {
         throw new SandboxError(
           "Validation",
           `port ${port} is not published by machine ${id}: the Fly Proxy only routes ports declared at create (create the sandbox with { ports: [${port}] }); published: ${published.length > 0 ? published.join(", ") : "none"}`,
-          { provider: FLY_PROVIDER_NAME, retryable: false },
         );
       }
       return infoOf(id, port);

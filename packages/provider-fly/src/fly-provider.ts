@@ -1,4 +1,4 @@
-import { defineProvider, type SandboxProvider, type SpecField, toSandboxError } from "@sbox/core/spec";
+import { defineProvider, type SandboxProvider, type SpecField } from "@sbox/core/spec";
 import { flyCapabilities, flyFlags } from "./fly-capabilities.js";
 import { flyExec } from "./fly-exec.js";
 import { createFlyHttp } from "./fly-http.js";
@@ -33,23 +33,19 @@ const FLY_HONOURS: readonly SpecField[] = [
  * const sandbox = await client.create({ ports: [8080] });
  * ```
  */
-export function fly(
-  options: FlyProviderOptions = {},
-): SandboxProvider<typeof flyCapabilities, FlyMachineHandle> {
+/**
+ * The Fly provider type. Ports are declared at create, so there is no unexpose (`sandbox.ports.unexpose`
+ * does not type-check).
+ */
+export type FlyProvider = SandboxProvider<typeof flyCapabilities, FlyMachineHandle> & {
+  readonly doUnexposePort?: undefined;
+};
+
+export function fly(options: FlyProviderOptions = {}): FlyProvider {
   const resolved = resolveFlyOptions(options);
   const http = createFlyHttp(resolved);
   const lifecycle = flyLifecycle(http, resolved);
   const ports = flyPorts(http, resolved);
-  const secrets = tokenSecrets(resolved.apiToken ?? "");
-
-  /** Every error leaving the driver is a SandboxError without the token in it. */
-  const guard = async <T>(operation: string, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (error) {
-      throw toSandboxError(error, { provider: FLY_PROVIDER_NAME, operation, secrets });
-    }
-  };
 
   return defineProvider({
     specificationVersion: "v1",
@@ -57,28 +53,21 @@ export function fly(
     capabilities: flyCapabilities,
     flags: flyFlags,
     honours: FLY_HONOURS,
-    doCreate: (spec, { signal }) => guard("create", () => lifecycle.create(spec, signal)),
-    doConnect: (id, { signal }) => guard("connect", () => lifecycle.connect(id, signal)),
-    doDestroy: (sandbox, { signal }) => guard("destroy", () => lifecycle.destroy(sandbox.id, signal)),
-    doGetInfo: (sandbox, { signal }) => guard("getInfo", () => lifecycle.getInfo(sandbox.id, signal)),
+    // The core scrubs the token from every error, cause chain included (each bare part of a token
+    // pasted with its scheme or as several tokens too).
+    secrets: () => tokenSecrets(resolved.apiToken ?? ""),
+    doCreate: (spec, { signal }) => lifecycle.create(spec, signal),
+    doConnect: (id, { signal }) => lifecycle.connect(id, signal),
+    doDestroy: (sandbox, { signal }) => lifecycle.destroy(sandbox.id, signal),
+    doGetInfo: (sandbox, { signal }) => lifecycle.getInfo(sandbox.id, signal),
     doExec: (sandbox, request) =>
-      guard("exec", () =>
-        flyExec(http, sandbox.id, sandbox.native.env, request, resolved.execTimeoutSeconds),
-      ),
-    doList: (filter, { signal }) => ({
-      async *[Symbol.asyncIterator]() {
-        try {
-          yield* lifecycle.list(filter, signal);
-        } catch (error) {
-          throw toSandboxError(error, { provider: FLY_PROVIDER_NAME, operation: "list", secrets });
-        }
-      },
-    }),
-    doStop: (sandbox, { signal }) => guard("stop", () => lifecycle.stop(sandbox.id, signal)),
-    doPause: (sandbox, { signal }) => guard("pause", () => lifecycle.pause(sandbox.id, signal)),
-    doResume: (sandbox, { signal }) => guard("resume", () => lifecycle.resume(sandbox.id, signal)),
+      flyExec(http, sandbox.id, sandbox.native.env, request, resolved.execTimeoutSeconds),
+    doList: (filter, { signal }) => lifecycle.list(filter, signal),
+    doStop: (sandbox, { signal }) => lifecycle.stop(sandbox.id, signal),
+    doPause: (sandbox, { signal }) => lifecycle.pause(sandbox.id, signal),
+    doResume: (sandbox, { signal }) => lifecycle.resume(sandbox.id, signal),
     doExposePort: (sandbox, port, { signal, private: isPrivate }) =>
-      guard("ports.expose", () => ports.expose(sandbox.id, port, isPrivate, signal)),
-    doListPorts: (sandbox, { signal }) => guard("ports.list", () => ports.list(sandbox.id, signal)),
-  });
+      ports.expose(sandbox.id, port, isPrivate, signal),
+    doListPorts: (sandbox, { signal }) => ports.list(sandbox.id, signal),
+  }) as FlyProvider;
 }

@@ -1,5 +1,4 @@
-import { SandboxError } from "@sbox/core/spec";
-import { FLY_PROVIDER_NAME } from "./fly-names.js";
+import { abortErrorOf } from "@sbox/core/spec";
 import type { ResolvedFlyRetry } from "./fly-options.js";
 
 /** The longest `Retry-After` honoured, whatever `maxDelayMs` says: beyond it, failing is more useful. */
@@ -27,29 +26,15 @@ export function retryDelayMs(
 /** Waits `ms`; rejects with the signal's reason (or `Aborted`) when it fires first. */
 export function sleepUnlessAborted(ms: number, signal: AbortSignal, what: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(abortError(signal, what));
+    if (signal.aborted) return reject(abortErrorOf(signal, what));
     const onAbort = (): void => {
       clearTimeout(timer);
-      reject(abortError(signal, what));
+      reject(abortErrorOf(signal, what));
     };
     const timer = setTimeout(() => {
       signal.removeEventListener("abort", onAbort);
       resolve();
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** The error of an aborted call: the signal's reason when it is a `SandboxError` (a `Timeout`), else `Aborted`. */
-export function abortError(signal: AbortSignal, what: string): SandboxError {
-  const reason: unknown = signal.reason;
-  if (SandboxError.isInstance(reason)) return reason;
-  if (reason instanceof Error && reason.name === "TimeoutError") {
-    return new SandboxError("Timeout", `${what} timed out`, { provider: FLY_PROVIDER_NAME, cause: reason });
-  }
-  return new SandboxError("Aborted", `${what} was aborted`, {
-    provider: FLY_PROVIDER_NAME,
-    retryable: false,
-    cause: reason,
   });
 }

@@ -30,5 +30,10 @@ export function authorizationHeader(token: string): string {
 
 /** The bare token parts of `token`, to scrub from messages. */
 export function tokenSecrets(token: string): string[] {
-  return [token, ...stripScheme(token).split(",").map((part) => part.trim())].filter((part) => part.length >= 8);
+  return [
+    token,
+    ...stripScheme(token)
+      .split(",")
+      .map((part) => part.trim()),
+  ].filter((part) => part.length >= 8);
 }

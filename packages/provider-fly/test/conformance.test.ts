@@ -1,30 +1,47 @@
 /**
- * The conformance kit through the protocol-faithful Machines API test server, as the provider declares
+ * The conformance kit through the Fly Machines emulator of `@sbox/emulators`, as the provider declares
  * itself: the core emulates streaming, background processes, kill, stdin, files, watch and metrics over
- * Fly's buffered exec, on real shells. Then once more in primitives-only mode (no optional driver method
- * hidden changes nothing for exec, since Fly has none, but E2 exit-code markers run too).
+ * Fly's buffered exec, on real sandboxes of provider-local. Then once more in primitives-only mode.
  */
 import { runConformance } from "@sbox/conformance/vitest";
+import { kitFaultHook } from "@sbox/emulators";
 import { afterAll, describe, expect, test } from "vitest";
-import { startFlyMachinesTestServer } from "./fly-machines-test-server.js";
-import { testProvider } from "./fly-test-env.js";
+import { startFlyTestServer, testProvider } from "./fly-test-env.js";
 
-const server = await startFlyMachinesTestServer();
-const provider = () => testProvider(server);
+const server = await startFlyTestServer();
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 5_000;
+const provider = () => testProvider(server, { requestTimeoutMs: DEADLINE_MS });
+const providerWithOptions = (extra: Record<string, unknown>) =>
+  testProvider(server, { requestTimeoutMs: DEADLINE_MS, ...extra });
+// The emulator's token is a fake credential: the secrets cases check it never leaks.
+const remote = {
+  faults: kitFaultHook(server.emulator.faults),
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: server.token,
+};
 
-runConformance({ provider, fixtures: { region: "fra" }, label: "fly (local test server)" });
 runConformance({
   provider,
+  providerWithOptions,
+  remote,
+  fixtures: { region: "fra" },
+  label: "fly (emulator)",
+});
+runConformance({
+  provider,
+  providerWithOptions,
+  remote,
   fixtures: { region: "fra" },
   primitivesOnly: true,
-  label: "fly (local test server)",
+  label: "fly (emulator)",
 });
 
 describe("fly conformance cleanup", () => {
   afterAll(async () => {
     await server.close();
   });
-  test("no machine of this run is left on the test server", () => {
+  test("no machine of this run is left on the emulator", () => {
     expect(server.machineIds()).toEqual([]);
   });
 });

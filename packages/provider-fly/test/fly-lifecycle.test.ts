@@ -1,5 +1,5 @@
 /**
- * Every route the adapter calls, through the core client, against the Machines API test server: what is
+ * Every route the adapter calls, through the core client, against the Fly Machines emulator: what is
  * sent (paths, query parameters, the machine config Fly stores) and what a user observes (live state,
  * metadata filters, stop resetting files as Fly does, suspend keeping processes, declared ports).
  */
@@ -8,13 +8,12 @@ import { SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { FlyMachine } from "../src/index.js";
 import { FLY_MANAGED_METADATA_KEY, fly, sandboxStateOf } from "../src/index.js";
-import { type FlyMachinesTestServer, startFlyMachinesTestServer } from "./fly-machines-test-server.js";
-import { testProvider } from "./fly-test-env.js";
+import { type FlyTestServer, machineRuns, startFlyTestServer, testProvider } from "./fly-test-env.js";
 
-let server: FlyMachinesTestServer;
+let server: FlyTestServer;
 
 beforeAll(async () => {
-  server = await startFlyMachinesTestServer();
+  server = await startFlyTestServer();
 });
 
 afterAll(async () => {
@@ -124,7 +123,7 @@ describe("get, list, connect", () => {
     const foreign = (await (
       await fetch(`${server.url}/v1/apps/${server.app}/machines`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${server.token}`, "Content-Type": "application/json" },
+        headers: { Authorization: server.token, "Content-Type": "application/json" },
         body: JSON.stringify({ config: { image: "nginx", metadata: { "fly-test-tag": tag, role: "a" } } }),
       })
     ).json()) as FlyMachine;
@@ -145,7 +144,7 @@ describe("get, list, connect", () => {
       await Promise.all([a!.destroy(), b!.destroy()]);
       await fetch(`${server.url}/v1/apps/${server.app}/machines/${foreign.id}?force=true`, {
         method: "DELETE",
-        headers: { Authorization: `Bearer ${server.token}` },
+        headers: { Authorization: server.token },
       });
     }
   });
@@ -184,7 +183,7 @@ describe("get, list, connect", () => {
 
 describe("exec", () => {
   test("sends argv (shell snippets as sh -c) with a timeout, and maps exit codes and signals", async () => {
-    const provider = testProvider(server, { execTimeoutSeconds: 42 });
+    const provider = testProvider(server, { execTimeoutSeconds: 25 });
     const handle = await provider.doCreate({ env: { A: "1" } }, { signal: AbortSignal.timeout(30_000) });
     try {
       const signal = AbortSignal.timeout(30_000);
@@ -195,6 +194,13 @@ describe("exec", () => {
         signal,
       });
       expect(argv.stdout).toBe("$HOME|a b|");
+      // Fly reports a death by signal with exit_signal; the provider turns it into 128+n and the name.
+      server.emulator.faults.add({
+        match: "POST /v1/apps/*/machines/*/exec",
+        times: 1,
+        kind: "respond",
+        respond: () => ({ status: 200, body: { stdout: "", stderr: "", exit_code: -1, exit_signal: 15 } }),
+      });
       const killed = await provider.doExec(handle, { command: { shell: "kill -TERM $$" }, signal });
       expect(killed.signal).toBe("SIGTERM");
       expect(killed.exitCode).toBe(143);
@@ -251,25 +257,33 @@ describe("exec", () => {
 });
 
 describe("stop, suspend, start, destroy", () => {
-  test("stop posts /stop and waits for stopped with the instance id; start resets files as Fly does", async () => {
+  test("stop posts /stop under a lease and waits for stopped by version; start resets files as Fly does", async () => {
     const sandbox = await client().create();
     try {
       await sandbox.files.write("kept.txt", "before stop");
       const from = server.requests.length;
       await sandbox.stop();
       const stopCalls = since(from);
-      expect(stopCalls.map((r) => `${r.method} ${r.route}`)).toEqual(["GET get", "POST stop", "GET wait"]);
-      const wait = new URLSearchParams(stopCalls[2]!.query);
+      expect(stopCalls.map((r) => `${r.method} ${r.route}`)).toEqual([
+        "GET get",
+        "POST lease",
+        "POST stop",
+        "DELETE lease",
+        "GET wait",
+      ]);
+      const wait = new URLSearchParams(stopCalls[4]!.query);
       expect(wait.get("state")).toBe("stopped");
-      expect(wait.get("instance_id")).toMatch(/^[0-9A-F]+$/);
-      expect(server.machinePids(nativeId(sandbox.id))).toEqual([]);
+      expect(wait.get("version")).toMatch(/^[0-9A-Z]{26}$/);
+      expect(await machineRuns(server, nativeId(sandbox.id), "sleep 3600")).toBe(false);
       await sandbox.stop(); // already stopped: no second POST
       expect(since(from).filter((r) => r.route === "stop")).toHaveLength(1);
       const resumeFrom = server.requests.length;
       await sandbox.resume();
       expect(since(resumeFrom).map((r) => `${r.method} ${r.route}`)).toEqual([
         "GET get",
+        "POST lease",
         "POST start",
+        "DELETE lease",
         "GET wait",
       ]);
       expect((await sandbox.getInfo()).state).toBe("running");
@@ -290,19 +304,22 @@ describe("stop, suspend, start, destroy", () => {
       await sandbox.pause();
       // The core may poll the background process meanwhile: its execs are not part of pause().
       const calls = since(from).filter((r) => r.route !== "exec");
-      expect(calls.map((r) => `${r.method} ${r.route}`)).toEqual(["GET get", "POST suspend", "GET wait"]);
-      expect(new URLSearchParams(calls[2]!.query).get("state")).toBe("suspended");
+      expect(calls.map((r) => `${r.method} ${r.route}`)).toEqual([
+        "GET get",
+        "POST lease",
+        "POST suspend",
+        "DELETE lease",
+        "GET wait",
+      ]);
+      expect(new URLSearchParams(calls[4]!.query).get("state")).toBe("suspended");
       expect((await sandbox.getInfo()).state).toBe("paused");
-      const pids = server.machinePids(nativeId(sandbox.id));
-      expect(pids.length).toBeGreaterThan(0);
-      const dir = server.machineDir(nativeId(sandbox.id))!;
-      const { readFileSync } = await import("node:fs");
-      const frozen = readFileSync(`${dir}/count`, "utf8");
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(readFileSync(`${dir}/count`, "utf8")).toBe(frozen);
       const error = await rejection(sandbox.commands.run("true"));
       expect(error.code).toBe("InvalidState");
       await sandbox.resume();
+      // The counter kept its value while frozen and counts on after resume: the processes survived.
+      const before = Number((await sandbox.commands.run("cat count")).stdout);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(Number((await sandbox.commands.run("cat count")).stdout)).toBeGreaterThan(before);
       expect((await sandbox.commands.list()).find((p) => p.pid === proc.pid)?.running).toBe(true);
       await proc.kill();
     } finally {
@@ -321,19 +338,18 @@ describe("stop, suspend, start, destroy", () => {
     }
   });
 
-  test("destroy sends DELETE ?force=true, kills the machine's processes and removes its files", async () => {
+  test("destroy sends DELETE ?force=true under a lease and the machine's sandbox goes with it", async () => {
     const sandbox = await client().create();
     await sandbox.commands.spawn("sleep 300");
     const id = nativeId(sandbox.id);
-    expect(server.machinePids(id).length).toBeGreaterThan(0);
+    expect(await machineRuns(server, id, "sleep 300")).toBe(true);
     const from = server.requests.length;
     await sandbox.destroy();
     const call = since(from).find((r) => r.route === "delete")!;
     expect(call.method).toBe("DELETE");
     expect(call.path).toBe(`/v1/apps/${server.app}/machines/${id}`);
     expect(new URLSearchParams(call.query).get("force")).toBe("true");
-    expect(server.machinePids(id)).toEqual([]);
-    expect(server.machineDir(id)).toBeUndefined();
+    expect(server.machineSandbox(id)).toBeUndefined();
     expect((await sandbox.getInfo()).state).toBe("destroyed");
     const error = await rejection(client().connect(sandbox.id));
     expect(error.code).toBe("NotFound");

@@ -24,6 +24,8 @@ describe.skipIf(!live)("fly live conformance (needs FLY_API_TOKEN and FLY_APP)",
   const image = process.env.FLY_IMAGE;
   runConformance({
     provider: () => fly({ ...(region ? { region } : {}), ...(image ? { image } : {}) }),
+    providerWithOptions: (extra) =>
+      fly({ ...(region ? { region } : {}), ...(image ? { image } : {}), ...extra }),
     fixtures: region ? { region } : {},
     timeoutMs: 180_000,
   });

@@ -20,18 +20,16 @@ export function expectPositionals(
   }
   if (got.length > max) {
     throw usageError(
-      `sbox ${command}: unexpected argument ${JSON.stringify(got[max])}${args.rest === undefined ? " (put the command after --)" : ""}`,
+      `sbox ${command}: unexpected argument ${JSON.stringify(got[max])} (see: sbox ${command} --help)`,
     );
   }
   return [...got];
 }
 
-/** The command after `--`; a usage error when missing or empty. */
-export function expectCommand(args: ParsedCommandLine, command: string): string[] {
+/** The command to run (after the id, or after `--`); a usage error when missing or empty. */
+export function expectCommand(args: ParsedCommandLine, command: string, example = "ls -la"): string[] {
   if (args.rest === undefined || args.rest.length === 0) {
-    throw usageError(
-      `sbox ${command}: missing the command to run after -- (e.g. sbox ${command} ... -- ls -la)`,
-    );
+    throw usageError(`sbox ${command}: missing the command to run (e.g. sbox ${command} ${example})`);
   }
   if (args.rest[0] === "") throw usageError(`sbox ${command}: the command name is empty`);
   return [...args.rest];

@@ -6,10 +6,13 @@ import { doctorCommand } from "./doctor.js";
 import { emulateCommand } from "./emulate.js";
 import { execCommand } from "./exec.js";
 import { infoCommand } from "./info.js";
+import { killCommand } from "./kill.js";
 import { logsCommand } from "./logs.js";
 import { lsCommand } from "./ls.js";
+import { mcpCommand } from "./mcp.js";
 import { pauseCommand } from "./pause.js";
 import { portCommand } from "./port.js";
+import { psCommand } from "./ps.js";
 import { reapCommand } from "./reap.js";
 import { resumeCommand } from "./resume.js";
 import { rmCommand } from "./rm.js";
@@ -18,7 +21,10 @@ import { shellCommand } from "./shell.js";
 import { stopCommand } from "./stop.js";
 import { ttlCommand } from "./ttl.js";
 
-/** Every command, in the order `sbox --help` lists them. */
+/**
+ * Every command, in the order `sbox --help` lists them. A new command is one file under `commands/`
+ * exporting a {@link CommandDefinition}, plus one line here.
+ */
 export const ALL_COMMANDS: readonly CommandDefinition[] = [
   runCommand,
   createCommand,
@@ -28,6 +34,8 @@ export const ALL_COMMANDS: readonly CommandDefinition[] = [
   lsCommand,
   infoCommand,
   logsCommand,
+  psCommand,
+  killCommand,
   stopCommand,
   resumeCommand,
   pauseCommand,
@@ -38,12 +46,12 @@ export const ALL_COMMANDS: readonly CommandDefinition[] = [
   capsCommand,
   doctorCommand,
   emulateCommand,
+  mcpCommand,
 ];
 
 /** Alternative names accepted on the command line. */
 export const COMMAND_ALIASES: Readonly<Record<string, string>> = {
   list: "ls",
-  ps: "ls",
   remove: "rm",
   destroy: "rm",
   capabilities: "caps",

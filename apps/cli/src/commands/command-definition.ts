@@ -13,6 +13,13 @@ export interface CommandDefinition {
   readonly details?: string | undefined;
   /** Command-specific options (global options are added by the dispatcher). */
   readonly options: OptionSpecs;
+  /**
+   * For commands that run a command (`run`, `exec ID`): after this many positionals the first word that is
+   * not an option starts the command to run, with or without `--` before it.
+   */
+  readonly commandAfterPositionals?: number | undefined;
+  /** The option that may stand in for the sandbox id positional (`--name`). */
+  readonly idOption?: string | undefined;
   /** Examples shown in help. */
   readonly examples?: readonly string[] | undefined;
   /** Runs the command and returns the exit code. Throws SandboxErrors for failures. */

@@ -2,11 +2,13 @@ import { stat } from "node:fs/promises";
 import { basename, join, posix, sep } from "node:path";
 import type { Sandbox } from "@sbox/core";
 import { SandboxError } from "@sbox/core";
+import { stringOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { usageError } from "../args/usage-error.js";
 import type { CliContext } from "../cli-context.js";
 import { formatBytes } from "../output/format.js";
 import { startProgressBar } from "../output/progress-bar.js";
+import { NAME_OPTION, resolveSandboxName } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { parseCopyEndpoint } from "./cp-endpoint.js";
 import {
@@ -58,18 +60,25 @@ export const cpCommand: CommandDefinition = {
     "Like `cp -r`: directories are copied recursively; when DEST is an existing directory the source is\n" +
     "copied into it. Files are streamed (any size, binary-safe) and keep their permission bits; symlinks and\n" +
     "special files are skipped with a warning. `-` streams stdin into a sandbox file or a sandbox file to\n" +
-    "stdout. Ids may carry their provider (docker:abc:/path). Host paths with a colon need ./ or /.",
-  options: {},
+    "stdout. Ids may carry their provider (docker:abc:/path). Host paths with a colon need ./ or /.\n" +
+    "With --name NAME, the sandbox side is written :/path (the sandbox created with --name NAME).",
+  options: { name: NAME_OPTION },
   examples: [
     "sbox cp ./src local:3f2a:/workspace",
     "sbox cp local:3f2a:/workspace/out ./out",
     "sbox cp local:3f2a:/workspace/report.pdf - > report.pdf",
+    "sbox cp --name web ./src :/workspace",
   ],
   async run(context, args) {
     const [sourceArg, destinationArg] = expectPositionals(args, "cp", ["SRC", "DEST"]);
     expectNoCommand(args, "cp");
-    const source = parseCopyEndpoint(sourceArg!);
-    const destination = parseCopyEndpoint(destinationArg!);
+    // With --name, `:/path` is a path in the named sandbox.
+    const name = stringOption(args.values, "name");
+    const named = name === undefined ? undefined : await resolveSandboxName(context, name);
+    const side = (argument: string): string =>
+      named !== undefined && argument.startsWith(":") ? `${named}${argument}` : argument;
+    const source = parseCopyEndpoint(side(sourceArg!));
+    const destination = parseCopyEndpoint(side(destinationArg!));
     let summary: CopySummary;
     if (source.kind === "sandbox" && destination.kind === "sandbox") {
       throw usageError("sbox cp: copying between two sandboxes is not supported; copy through this machine");

@@ -2,6 +2,7 @@ import { stringOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { recordToJson } from "../records/record-json.js";
 import { managerFor } from "../records/record-operations.js";
+import { withNameLabel } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { infoToJson } from "./sandbox-json.js";
 import { buildSpec, SPEC_OPTIONS } from "./spec-options.js";
@@ -14,18 +15,27 @@ export const createCommand: CommandDefinition = {
   details:
     "Prints the new sandbox's id on stdout (with --json: its info). Remove it with `sbox rm ID`.\n" +
     "Where @sbox/manager is installed (and SBOX_RECORDS is not 0) the sandbox is also recorded in\n" +
-    "$SBOX_HOME/manager.db with its owner and labels; its --ttl is then enforced by `sbox reap`.",
+    "$SBOX_HOME/manager.db with its owner and labels; its --ttl is then enforced by `sbox reap`.\n" +
+    "With --name, every command that takes an ID also takes --name NAME (names are unique per provider).",
   options: {
     ...SPEC_OPTIONS,
     owner: { type: "string", valueName: "OWNER", description: "owner kept in the sandbox's record" },
   },
-  examples: ["id=$(sbox create -l owner=me --ttl 2h)", "sbox create -p docker -t busybox:latest --json"],
+  examples: [
+    "id=$(sbox create -l owner=me --ttl 2h)",
+    "sbox create -p docker -t busybox:latest --json",
+    "sbox create --name web && sbox exec --name web ls",
+  ],
   async run(context, args) {
     expectPositionals(args, "create", [], { max: 0 });
     expectNoCommand(args, "create");
-    const spec = buildSpec(args.values, context.io.env);
     const owner = stringOption(args.values, "owner");
     const provider = await context.provider();
+    const spec = await withNameLabel(
+      context,
+      buildSpec(args.values, context.io.env),
+      provider.honours.includes("name"),
+    );
     // The manager marks sandboxes with metadata, so only providers that keep metadata can be recorded.
     const manager = provider.honours.includes("metadata")
       ? await managerFor(context, [context.providerName])

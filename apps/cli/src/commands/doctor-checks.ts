@@ -82,12 +82,14 @@ export async function checkStateRoot(
   }
 }
 
-function ping(
+/** GET `path` of a Docker Engine over its socket or tcp address; the body on 200, else an error. */
+function engineGet(
   options: { socketPath?: string; host?: string; port?: number },
+  path: string,
   timeoutMs: number,
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = request({ ...options, path: "/_ping", method: "GET", timeout: timeoutMs }, (res) => {
+    const req = request({ ...options, path, method: "GET", timeout: timeoutMs }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
@@ -105,20 +107,32 @@ function ping(
   });
 }
 
+/** The engine address of `DOCKER_HOST` or the local socket, as `engineGet` takes it (undefined for ssh://). */
+function engineAddress(host: string): { socketPath?: string; host?: string; port?: number } | undefined {
+  if (host.startsWith("unix://")) return { socketPath: host.slice("unix://".length) };
+  if (host.startsWith("tcp://") || host.startsWith("http://")) {
+    const url = new URL(host.replace(/^tcp:/, "http:"));
+    return { host: url.hostname, port: Number(url.port || 2375) };
+  }
+  return undefined;
+}
+
+function dockerHost(env: Readonly<Record<string, string | undefined>>): string {
+  return env.DOCKER_HOST?.trim() || "unix:///var/run/docker.sock";
+}
+
 /** Does a Docker Engine answer, at `DOCKER_HOST` or the local socket? (`docker info` for ssh:// hosts.) */
 export async function checkDockerEngine(
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<DoctorCheck> {
-  const host = env.DOCKER_HOST?.trim() || "unix:///var/run/docker.sock";
+  const host = dockerHost(env);
   const shown = redactSecrets(host);
   const fix =
     "start the Docker daemon (dockerd / systemctl start docker) or point DOCKER_HOST at a running engine";
   try {
-    if (host.startsWith("unix://")) {
-      await ping({ socketPath: host.slice("unix://".length) }, 3000);
-    } else if (host.startsWith("tcp://") || host.startsWith("http://")) {
-      const url = new URL(host.replace(/^tcp:/, "http:"));
-      await ping({ host: url.hostname, port: Number(url.port || 2375) }, 3000);
+    const address = engineAddress(host);
+    if (address) {
+      await engineGet(address, "/_ping", 3000);
     } else {
       const info = await run("docker", ["info", "--format", "{{.ServerVersion}}"], 10_000);
       if (!info.ok) throw new Error(info.output.split("\n")[0]);
@@ -133,4 +147,64 @@ export async function checkDockerEngine(
       fix,
     };
   }
+}
+
+/** The images the engine has, by `repository:tag` (dangling ones left out), sorted. */
+export async function localDockerImages(
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<string[]> {
+  const address = engineAddress(dockerHost(env));
+  let tags: string[];
+  if (address) {
+    const images = JSON.parse(await engineGet(address, "/images/json", 5000)) as {
+      RepoTags?: string[] | null;
+    }[];
+    tags = images.flatMap((image) => image.RepoTags ?? []);
+  } else {
+    const listed = await run("docker", ["images", "--format", "{{.Repository}}:{{.Tag}}"], 15_000);
+    if (!listed.ok) throw new Error(listed.output.split("\n")[0]);
+    tags = listed.output.split("\n");
+  }
+  return [...new Set(tags.filter((tag) => tag !== "" && !tag.includes("<none>")))].sort();
+}
+
+/**
+ * Is the image docker sandboxes start from (when `-t` names none) on the engine, and which images are?
+ * Without a registry a missing default image means every `sbox create -p docker` without `-t` fails.
+ */
+export async function checkDockerImages(
+  env: Readonly<Record<string, string | undefined>>,
+  defaultImage: { image: string; from: string },
+): Promise<DoctorCheck> {
+  let images: string[];
+  try {
+    images = await localDockerImages(env);
+  } catch (error) {
+    return {
+      name: "docker images",
+      ok: false,
+      required: false,
+      detail: `could not list the engine's images: ${(error as Error).message}`,
+    };
+  }
+  const present = images.includes(defaultImage.image) || images.includes(`${defaultImage.image}:latest`);
+  const list = images.length === 0 ? "none" : images.join(", ");
+  if (present) {
+    return {
+      name: "docker images",
+      ok: true,
+      required: false,
+      detail: `default image ${defaultImage.image} (${defaultImage.from}) is on the engine; local images: ${list}`,
+    };
+  }
+  return {
+    name: "docker images",
+    ok: false,
+    required: false,
+    detail: `default image ${defaultImage.image} (${defaultImage.from}) is not on the engine and would be pulled; local images: ${list}`,
+    fix:
+      images.length > 0
+        ? `use a local one: sbox create -p docker -t ${images[0]}, SBOX_DOCKER_IMAGE=${images[0]}, or "image" under providers.docker in $SBOX_HOME/config.json`
+        : "build or load an image (docker build / docker load), then name it with -t or SBOX_DOCKER_IMAGE",
+  };
 }

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { EXIT_CODES } from "../output/exit-codes.js";
+import { installHint } from "../providers/install-hint.js";
 import {
   type DiscoveredProvider,
   discoverProviders,
@@ -11,6 +12,7 @@ import type { CommandDefinition } from "./command-definition.js";
 import {
   checkBwrap,
   checkDockerEngine,
+  checkDockerImages,
   checkStateRoot,
   type DoctorCheck,
   sboxHome,
@@ -24,9 +26,26 @@ interface ProviderReport {
   checks: DoctorCheck[];
 }
 
+/** The image docker sandboxes start from without `-t`, and what decided it. */
+function dockerDefaultImage(
+  provider: DiscoveredProvider,
+  options: Record<string, unknown>,
+  env: Readonly<Record<string, string | undefined>>,
+): { image: string; from: string } | undefined {
+  if (typeof options.image === "string" && options.image !== "")
+    return { image: options.image, from: "-o image / config.json" };
+  const fromEnv = env.SBOX_DOCKER_IMAGE?.trim();
+  if (fromEnv) return { image: fromEnv, from: "SBOX_DOCKER_IMAGE" };
+  // The package's own default, as it exports it.
+  const builtIn = provider.package?.module.DEFAULT_IMAGE;
+  return typeof builtIn === "string" ? { image: builtIn, from: "the provider's default" } : undefined;
+}
+
 async function checksFor(
   provider: DiscoveredProvider,
   env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+  options: Record<string, unknown>,
 ): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   if (provider.status === "installed") {
@@ -42,7 +61,7 @@ async function checksFor(
       ok: false,
       required: true,
       detail: `${provider.packageName} is not installed`,
-      fix: `npm i ${provider.packageName}`,
+      fix: installHint(provider.packageName, cwd),
     });
   } else {
     checks.push({
@@ -67,7 +86,12 @@ async function checksFor(
     });
   }
   if (provider.name === "local") checks.push(await checkStateRoot(env), await checkBwrap());
-  if (provider.name === "docker") checks.push(await checkDockerEngine(env));
+  if (provider.name === "docker") {
+    const engine = await checkDockerEngine(env);
+    checks.push(engine);
+    const image = dockerDefaultImage(provider, options, env);
+    if (engine.ok && image) checks.push(await checkDockerImages(env, image));
+  }
   return checks;
 }
 
@@ -91,7 +115,12 @@ export const doctorCommand: CommandDefinition = {
       }
       return Promise.all(
         discovered.map(async (provider): Promise<ProviderReport> => {
-          const checks = await checksFor(provider, context.io.env);
+          const checks = await checksFor(
+            provider,
+            context.io.env,
+            context.io.cwd,
+            context.providerOptions(provider.name),
+          );
           return {
             name: provider.name,
             package: provider.packageName,

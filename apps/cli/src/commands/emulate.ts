@@ -1,87 +1,115 @@
+import type { RunningEmulator } from "@sbox/emulators";
 import { stringOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { usageError } from "../args/usage-error.js";
 import { parseInteger } from "../args/value-parsers.js";
+import type { CliContext } from "../cli-context.js";
 import { trapInterrupts } from "../signals.js";
 import type { CommandDefinition } from "./command-definition.js";
 
-/**
- * `sbox emulate VENDOR`: starts an offline emulator of a vendor's API from `@sbox/emulators`, prints what
- * the vendor's client needs (variables as `export` lines, a configuration file such as a kubeconfig, or
- * both as JSON), and serves until interrupted — then every machine it made is destroyed.
- */
+/** Loaded on first use: nothing of the emulators is imported unless `sbox emulate` runs. */
+function loadEmulators(): Promise<typeof import("@sbox/emulators")> {
+  return import("@sbox/emulators");
+}
+
+/** A shell-safe `export NAME='value'` line. */
+function exportLine(name: string, value: string): string {
+  return `export ${name}='${value.replaceAll("'", "'\\''")}'\n`;
+}
+
+/** Resolves when the first SIGINT/SIGTERM/SIGHUP arrives. */
+function untilInterrupted(context: CliContext): Promise<string> {
+  return new Promise((resolve) => {
+    const untrap = trapInterrupts(
+      (signal) => {
+        untrap();
+        resolve(signal);
+      },
+      () => context.note("stopped before every machine was cleaned up"),
+    );
+  });
+}
+
+/** `sbox emulate VENDOR`: runs an offline emulator of a vendor's API until interrupted. */
 export const emulateCommand: CommandDefinition = {
   name: "emulate",
-  summary: "run an offline emulator of a vendor's API (e2b, fly, kubernetes) until Ctrl-C",
-  usage: ["sbox emulate VENDOR [--backend local|docker] [--port N] [--host ADDR] [--json]"],
+  summary: "run an offline emulator of a cloud sandbox API (e2b, fly, kubernetes) and print what its client needs",
+  usage: ["sbox emulate [--port N] [--host ADDR] [--backend local|docker] VENDOR"],
   details:
-    "Machines of the emulator are sandboxes of the backend (local, or docker). Prints the environment\n" +
-    "variables (as export lines) or the configuration file (a kubeconfig for kubernetes) the vendor's own\n" +
-    "client needs, then serves until SIGINT/SIGTERM, when it destroys every machine it made.",
+    "Starts the emulator of @sbox/emulators for VENDOR (e2b: the E2B API, envd and sandbox proxy; fly: the\n" +
+    "Fly Machines API and a Fly Proxy stand-in; kubernetes: an API server with one node) and prints, on\n" +
+    "stdout, the environment variables that point the vendor's own client at it (`export NAME='value'`\n" +
+    "lines) or the configuration file it reads (a kubeconfig for kubernetes), or both as an object with\n" +
+    "--json. Every emulated machine is a sandbox of the backend: provider-local (default) or docker. The\n" +
+    "emulator runs until Ctrl-C (or SIGTERM), then destroys every machine it made and exits 0.",
   options: {
+    port: {
+      type: "string",
+      valueName: "N",
+      description: "port of the API (e2b's sandbox traffic uses N+1); default: free ports",
+    },
+    host: { type: "string", valueName: "ADDR", description: "address to listen on (default 127.0.0.1)" },
     backend: {
       type: "string",
       valueName: "NAME",
-      description: "backend provider of the machines: local or docker",
+      description: "where machines run: local (default) or docker",
     },
-    port: { type: "string", valueName: "N", description: "port to listen on (default: a free one)" },
-    host: { type: "string", valueName: "ADDR", description: "address to listen on (default 127.0.0.1)" },
   },
   examples: [
-    "sbox emulate kubernetes > kubeconfig && KUBECONFIG=kubeconfig kubectl get pods",
-    'eval "$(sbox emulate fly)"',
+    "sbox emulate e2b > e2b.env &   # then: . ./e2b.env && npm test   (kill %1 stops it)",
+    "sbox emulate fly --backend docker --port 4280",
+    "sbox emulate kubernetes > kubeconfig &   # then: KUBECONFIG=kubeconfig kubectl get pods",
   ],
   async run(context, args) {
-    const [vendor] = expectPositionals(args, "emulate", ["VENDOR"]);
+    const [vendorName] = expectPositionals(args, "emulate", ["VENDOR"]);
     expectNoCommand(args, "emulate");
-    let emulators: typeof import("@sbox/emulators");
-    try {
-      emulators = await import("@sbox/emulators");
-    } catch {
+    const { EMULATORS, EMULATOR_BACKEND_NAMES } = await loadEmulators();
+    const vendor = EMULATORS[vendorName!];
+    if (!vendor) {
       throw usageError(
-        "sbox emulate needs @sbox/emulators installed next to the CLI (pnpm add @sbox/emulators)",
+        `sbox emulate: unknown vendor ${JSON.stringify(vendorName)}; emulators: ${Object.keys(EMULATORS).join(", ")}`,
       );
     }
-    const entry = emulators.EMULATORS[vendor!];
-    if (!entry)
+    const backend = stringOption(args.values, "backend") ?? "local";
+    if (!(EMULATOR_BACKEND_NAMES as readonly string[]).includes(backend)) {
       throw usageError(
-        `unknown vendor ${JSON.stringify(vendor)}: use one of ${Object.keys(emulators.EMULATORS).join(", ")}`,
+        `sbox emulate: --backend must be ${EMULATOR_BACKEND_NAMES.join(" or ")}, got ${JSON.stringify(backend)}`,
       );
-    const backend = stringOption(args.values, "backend");
-    if (backend !== undefined && !(emulators.EMULATOR_BACKEND_NAMES as readonly string[]).includes(backend)) {
-      throw usageError(`--backend must be one of ${emulators.EMULATOR_BACKEND_NAMES.join(", ")}`);
     }
     const portText = stringOption(args.values, "port");
-    const running = await context.waitFor(`starting the ${vendor} emulator`, () =>
-      entry.start({
-        ...(backend ? { backend: backend as "local" | "docker" } : {}),
-        ...(portText ? { port: parseInteger(portText, "--port", 1, 65535) } : {}),
-        ...(stringOption(args.values, "host") ? { host: stringOption(args.values, "host") } : {}),
+    const port = portText === undefined ? undefined : parseInteger(portText, "--port", 1, 65534);
+    const host = stringOption(args.values, "host");
+    const interrupted = untilInterrupted(context);
+    const emulator: RunningEmulator = await context.waitFor(`starting the ${vendorName} emulator`, () =>
+      vendor.start({
+        backend: backend as (typeof EMULATOR_BACKEND_NAMES)[number],
+        ...(port === undefined ? {} : { port }),
+        ...(host === undefined ? {} : { host }),
       }),
     );
-    if (context.json) {
-      context.printJson({
-        vendor,
-        url: running.url,
-        backend: running.backend,
-        env: running.env,
-        ...(running.config ? { [running.config.name]: running.config.text } : {}),
-      });
-    } else {
-      for (const [key, value] of Object.entries(running.env))
-        context.print(`export ${key}=${JSON.stringify(value)}\n`);
-      if (running.config) context.print(running.config.text);
+    try {
+      if (context.json) {
+        context.printJson({
+          vendor: vendorName,
+          url: emulator.url,
+          backend: emulator.backend,
+          env: emulator.env,
+          ...(emulator.config ? { [emulator.config.name]: emulator.config.text } : {}),
+        });
+      } else {
+        for (const [name, value] of Object.entries(emulator.env)) context.print(exportLine(name, value));
+        if (emulator.config) context.print(emulator.config.text);
+      }
+      context.note(
+        context.err.dim(
+          `${vendorName} emulator at ${emulator.url} (machines on the ${emulator.backend} backend) for ${vendor.client}; Ctrl-C stops it`,
+        ),
+      );
+      const signal = await interrupted;
+      context.note(context.err.dim(`${signal}: stopping the emulator and destroying its machines...`));
+    } finally {
+      await emulator.close();
     }
-    context.note(
-      `${vendor} emulator at ${running.url} (machines on ${running.backend}); Ctrl-C stops it and destroys its machines`,
-    );
-    await new Promise<void>((resolve) => {
-      const untrap = trapInterrupts(() => {
-        untrap();
-        resolve();
-      });
-    });
-    await context.waitFor("destroying the emulator's machines", () => running.close());
     return 0;
   },
 };

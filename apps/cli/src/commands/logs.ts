@@ -1,6 +1,7 @@
 import { booleanOption } from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { parseInteger } from "../args/value-parsers.js";
+import { NAME_OPTION, sandboxTarget } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 
 /** How long `logs` without `--follow` waits for more output from a running process before it stops. */
@@ -10,17 +11,23 @@ const SETTLE_MS = 300;
 export const logsCommand: CommandDefinition = {
   name: "logs",
   summary: "print the output of a background process (--follow to stream until it exits)",
-  usage: ["sbox logs [--follow] ID PID"],
+  usage: ["sbox logs [--follow] ID PID", "sbox logs [--follow] --name NAME PID"],
   details:
     "Re-attaches with commands.connect(PID) (needs the background capability) and prints the output the\n" +
     "provider kept, stdout to stdout and stderr to stderr. Without --follow it stops once the kept output\n" +
     "is printed; with --follow it streams until the process exits. --json prints one JSON object per chunk.",
   options: {
     follow: { type: "boolean", short: "f", description: "keep streaming until the process exits" },
+    name: NAME_OPTION,
   },
   examples: ["sbox logs local:3f2a 4242", "sbox logs -f docker:91bc 17"],
   async run(context, args) {
-    const [id, pidText] = expectPositionals(args, "logs", ["ID", "PID"]);
+    const target = await sandboxTarget(context, args);
+    const [id, pidText] = expectPositionals(
+      { ...args, positionals: target.id === undefined ? [] : [target.id, ...target.rest] },
+      "logs",
+      ["ID", "PID"],
+    );
     expectNoCommand(args, "logs");
     const pid = parseInteger(pidText!, "PID", 1, 2 ** 31 - 1);
     const follow = booleanOption(args.values, "follow");

@@ -1,16 +1,28 @@
-import { type ListFilter, SANDBOX_STATES, type SandboxInfo, type SandboxState } from "@sbox/core";
+import {
+  type ListFilter,
+  SANDBOX_STATES,
+  SandboxError,
+  type SandboxInfo,
+  type SandboxState,
+} from "@sbox/core";
 import type { SandboxRecord } from "@sbox/manager";
-import { type OptionValues, stringListOption, stringOption } from "../args/parse-command-line.js";
+import {
+  booleanOption,
+  type OptionValues,
+  stringListOption,
+  stringOption,
+} from "../args/parse-command-line.js";
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { usageError } from "../args/usage-error.js";
 import { parseInteger, parseLabels } from "../args/value-parsers.js";
 import type { CliContext } from "../cli-context.js";
 import type { Colours } from "../output/colour.js";
+import { exitCodeForError, formatErrorLine } from "../output/error-line.js";
 import { formatLabels, formatRelative } from "../output/format.js";
 import { renderTable } from "../output/table.js";
 import { recordToJson } from "../records/record-json.js";
 import type { CommandDefinition } from "./command-definition.js";
-import { infoToJson } from "./sandbox-json.js";
+import { ALL_LABELS_OPTION, effectiveExpiry, infoToJson, nameOf, visibleLabels } from "./sandbox-json.js";
 
 /** Colours a state for a terminal. */
 export function styleState(state: SandboxState, colours: Colours): string {
@@ -65,12 +77,14 @@ export function printSandboxes(
   context: CliContext,
   sandboxes: readonly SandboxInfo[],
   records: ReadonlyMap<string, SandboxRecord> = new Map(),
+  allLabels = false,
 ): void {
   if (context.json) {
     context.printJson(
       sandboxes.map((info) => {
         const record = records.get(info.id);
-        return record ? { ...infoToJson(info), record: recordToJson(record) } : infoToJson(info);
+        const json = infoToJson(info, { record, allLabels });
+        return record ? { ...json, record: recordToJson(record) } : json;
       }),
     );
     return;
@@ -80,30 +94,30 @@ export function printSandboxes(
     return;
   }
   const now = Date.now();
-  const expiry = (info: SandboxInfo): Date | undefined =>
-    info.expiresAt ?? records.get(info.id)?.expiresAt ?? undefined;
+  const expiry = (info: SandboxInfo): Date | undefined => effectiveExpiry(info, records.get(info.id));
   const withOwner = sandboxes.some((info) => records.get(info.id)?.ownerId);
+  const withName = sandboxes.some((info) => nameOf(info) !== undefined);
   context.print(
     renderTable(
       sandboxes,
       [
         { header: "ID", cell: (info) => info.id },
+        ...(withName ? [{ header: "NAME", cell: (info: SandboxInfo) => nameOf(info) ?? "-" }] : []),
         { header: "STATE", cell: (info) => styleState(info.state, context.out) },
         { header: "CREATED", cell: (info) => formatRelative(info.createdAt, now) },
-        { header: "EXPIRES", cell: (info) => formatRelative(expiry(info), now) },
+        {
+          header: "EXPIRES",
+          cell: (info) =>
+            info.partial?.fields.includes("expiresAt") ? "?" : formatRelative(expiry(info), now),
+        },
         ...(withOwner
           ? [{ header: "OWNER", cell: (info: SandboxInfo) => records.get(info.id)?.ownerId ?? "-" }]
           : []),
-        { header: "LABELS", cell: (info) => formatLabels(visibleLabels(info.metadata)) },
+        { header: "LABELS", cell: (info) => formatLabels(visibleLabels(info.metadata, allLabels)) },
       ],
       context.out.bold,
     ),
   );
-}
-
-/** Labels without the manager's own bookkeeping keys, which say nothing to a person. */
-function visibleLabels(metadata: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith("sbox-manager-")));
 }
 
 /** `sbox ls`: lists sandboxes of the provider. */
@@ -111,7 +125,10 @@ export const lsCommand: CommandDefinition = {
   name: "ls",
   summary: "list sandboxes (table, or --json)",
   usage: ["sbox ls [--label K=V]... [--state STATE]... [--limit N] [--json]"],
-  details: "Every filter is honoured (by the provider or by sbox). Labels are the sandbox metadata.",
+  details:
+    "Every filter is honoured (by the provider or by sbox). Labels are the sandbox metadata; the ones sbox\n" +
+    "keeps for itself are shown with --all-labels. When part of a sandbox could not be read (a slow engine),\n" +
+    "the others are listed anyway and an error line says what is missing (exit code of that error).",
   options: {
     label: {
       type: "string",
@@ -127,13 +144,31 @@ export const lsCommand: CommandDefinition = {
       description: `only these states (${SANDBOX_STATES.join(", ")})`,
     },
     limit: { type: "string", valueName: "N", description: "at most N sandboxes" },
+    "all-labels": ALL_LABELS_OPTION,
   },
   examples: ["sbox ls", "sbox ls -l owner=me --state running --json | jq -r '.[].id'"],
   async run(context, args) {
     expectPositionals(args, "ls", [], { max: 0 });
     expectNoCommand(args, "ls");
     const sandboxes = await listSandboxes(context, listFilterOf(args.values));
-    printSandboxes(context, sandboxes, await recordsBySandbox(context));
-    return 0;
+    printSandboxes(
+      context,
+      sandboxes,
+      await recordsBySandbox(context),
+      booleanOption(args.values, "all-labels"),
+    );
+    // What did not answer is said, after the list of what did; the exit code is the first such failure's.
+    let code = 0;
+    for (const info of sandboxes) {
+      if (!info.partial) continue;
+      const error = new SandboxError(
+        info.partial.code,
+        `${info.id}: ${info.partial.fields.join(", ")} not read: ${info.partial.reason}`,
+        { retryable: true },
+      );
+      context.io.stderr.write(formatErrorLine(error, { colours: context.err, debug: false }));
+      if (code === 0) code = exitCodeForError(error);
+    }
+    return code;
   },
 };

@@ -1,4 +1,6 @@
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
+import { viaRecord } from "../records/record-operations.js";
+import { NAME_OPTION, sandboxTargets } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { forEachSandbox } from "./for-each-sandbox.js";
 
@@ -6,16 +8,21 @@ import { forEachSandbox } from "./for-each-sandbox.js";
 export const pauseCommand: CommandDefinition = {
   name: "pause",
   summary: "pause sandboxes (freeze processes; resume continues them)",
-  usage: ["sbox pause [--json] ID [ID...]"],
+  usage: ["sbox pause [--json] ID [ID...]", "sbox pause [--json] --name NAME"],
   details:
     "Prints each id done; a failure on one id does not stop the others (the exit code is the first failure's).",
-  options: {},
+  options: { name: NAME_OPTION },
   async run(context, args) {
-    const ids = expectPositionals(args, "pause", ["ID", "ID..."], { min: 1, max: Number.POSITIVE_INFINITY });
-    expectNoCommand(args, "pause");
-    const { code } = await forEachSandbox(context, ids, "pausing", async (id) =>
-      (await context.connect(id)).pause(),
+    const ids = expectPositionals(
+      { ...args, positionals: await sandboxTargets(context, args) },
+      "pause",
+      ["ID", "ID..."],
+      { min: 1, max: Number.POSITIVE_INFINITY },
     );
+    expectNoCommand(args, "pause");
+    const { code } = await forEachSandbox(context, ids, "pausing", async (id) => {
+      if (!(await viaRecord(context, id, "pause"))) await (await context.connect(id)).pause();
+    });
     return code;
   },
 };

@@ -36,7 +36,7 @@ export const reapCommand: CommandDefinition = {
     }
     if (context.json) {
       context.printJson({
-        reaped: reaped.map(infoToJson),
+        reaped: reaped.map((info) => infoToJson(info)),
         records: expired
           ? {
               stopped: expired.stopped.map((record) => record.sandboxId),

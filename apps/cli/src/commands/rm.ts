@@ -5,6 +5,7 @@ import { usageError } from "../args/usage-error.js";
 import { EXIT_CODES } from "../output/exit-codes.js";
 import { confirm } from "../prompt.js";
 import { viaRecord } from "../records/record-operations.js";
+import { NAME_OPTION, sandboxTargets } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { forEachSandbox } from "./for-each-sandbox.js";
 import { listFilterOf, listSandboxes } from "./ls.js";
@@ -13,7 +14,7 @@ import { listFilterOf, listSandboxes } from "./ls.js";
 export const rmCommand: CommandDefinition = {
   name: "rm",
   summary: "destroy sandboxes (ids, or --all [--label K=V]); asks before removing more than one",
-  usage: ["sbox rm [-f] ID [ID...]", "sbox rm --all [--label K=V]... [--yes]"],
+  usage: ["sbox rm [-f] ID [ID...]", "sbox rm [-f] --name NAME", "sbox rm --all [--label K=V]... [--yes]"],
   details:
     "Removing more than one sandbox asks for confirmation unless --yes is given; without a terminal to ask\n" +
     "on (stdin not a TTY) it refuses with exit code 2. --force ignores ids that do not exist.",
@@ -28,6 +29,7 @@ export const rmCommand: CommandDefinition = {
     },
     yes: { type: "boolean", short: "y", description: "do not ask for confirmation" },
     force: { type: "boolean", short: "f", description: "ignore ids that do not exist" },
+    name: NAME_OPTION,
   },
   examples: ["sbox rm local:3f2a", "sbox rm --all -l owner=ci --yes"],
   async run(context, args) {
@@ -41,8 +43,14 @@ export const rmCommand: CommandDefinition = {
       ids = sandboxes.filter((info) => info.state !== "destroyed").map((info) => info.id);
     } else {
       if (stringListOption(args.values, "label").length > 0) throw usageError("sbox rm: --label needs --all");
+      const targets = await sandboxTargets(context, args);
       ids = [
-        ...new Set(expectPositionals(args, "rm", ["ID", "ID..."], { min: 1, max: Number.POSITIVE_INFINITY })),
+        ...new Set(
+          expectPositionals({ ...args, positionals: targets }, "rm", ["ID", "ID..."], {
+            min: 1,
+            max: Number.POSITIVE_INFINITY,
+          }),
+        ),
       ];
     }
     if (ids.length === 0) {

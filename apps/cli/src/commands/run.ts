@@ -3,6 +3,7 @@ import { SandboxError } from "@sbox/core";
 import { booleanOption } from "../args/parse-command-line.js";
 import { expectCommand, expectPositionals } from "../args/positionals.js";
 import { formatErrorLine } from "../output/error-line.js";
+import { withNameLabel } from "../records/sandbox-names.js";
 import { exitCodeForSignal, trapInterrupts } from "../signals.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { buildSpec, SPEC_OPTIONS } from "./spec-options.js";
@@ -12,18 +13,19 @@ import { COMMAND_OPTIONS, commandSettings, streamCommand } from "./stream-comman
 export const runCommand: CommandDefinition = {
   name: "run",
   summary: "create a sandbox, run a command in it with live output, destroy it",
-  usage: ["sbox run [options] -- CMD [ARG...]"],
+  usage: ["sbox run [options] [--] CMD [ARG...]"],
   details:
     "The exit code is the command's own. Ctrl-C (or SIGTERM) kills the command and destroys the sandbox before\n" +
     "sbox exits (130, or 143 for SIGTERM); a second Ctrl-C exits at once and may leave the sandbox behind.\n" +
     "stdin is passed to the command when it is not a terminal.",
+  commandAfterPositionals: 0,
   options: {
     ...SPEC_OPTIONS,
     ...COMMAND_OPTIONS,
     keep: { type: "boolean", description: "keep the sandbox afterwards (its id is printed on stderr)" },
   },
   examples: [
-    "sbox run -- sh -c 'echo hello from $(hostname)'",
+    "sbox run sh -c 'echo hello from $(hostname)'",
     "echo 'print(6*7)' | sbox run -p docker -t python:3.12 -- python3 -",
     "sbox run --timeout 10s -- ./slow-test.sh",
   ],
@@ -50,9 +52,10 @@ export const runCommand: CommandDefinition = {
     let code = 0;
     try {
       const client = await context.client();
+      const named = await withNameLabel(context, spec, (await context.provider()).honours.includes("name"));
       // Create is not aborted mid-way: a half-created sandbox could escape cleanup. An interrupt during
       // create is honoured as soon as it returns, by destroying what it made.
-      sandbox = await context.waitFor("creating sandbox", () => client.create(spec));
+      sandbox = await context.waitFor("creating sandbox", () => client.create(named));
       if (keep) context.note(context.err.dim(`sandbox ${sandbox.id}`));
       if (interruptedBy === undefined)
         code = await streamCommand(context, sandbox, argv, settings, controller.signal);

@@ -1,6 +1,7 @@
 import { NotSupportedError, shellQuoteArgv } from "@sbox/core";
 import { expectPositionals } from "../args/positionals.js";
 import { usageError } from "../args/usage-error.js";
+import { NAME_OPTION, sandboxTarget } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 import { exitCodeOf } from "./stream-command.js";
 
@@ -8,17 +9,28 @@ import { exitCodeOf } from "./stream-command.js";
 export const shellCommand: CommandDefinition = {
   name: "shell",
   summary: "open an interactive shell (pty) in a sandbox",
-  usage: ["sbox shell [options] ID [-- CMD [ARG...]]"],
+  usage: [
+    "sbox shell [options] ID [[--] CMD [ARG...]]",
+    "sbox shell [options] --name NAME [[--] CMD [ARG...]]",
+  ],
+  commandAfterPositionals: 1,
+  idOption: "name",
   details:
     "Needs a terminal and a provider with the pty capability (see `sbox caps`). The terminal is put in raw\n" +
     "mode, so Ctrl-C and Ctrl-D go to the sandbox; exit the shell to leave. Window size changes are passed on.\n" +
     "The exit code is the shell's.",
   options: {
     cwd: { type: "string", short: "w", valueName: "DIR", description: "directory to start in" },
+    name: NAME_OPTION,
   },
   examples: ["sbox shell local:3f2a", "sbox shell docker:91bc -- bash -l"],
   async run(context, args) {
-    const [id] = expectPositionals(args, "shell", ["ID"]);
+    const target = await sandboxTarget(context, args);
+    const [id] = expectPositionals(
+      { ...args, positionals: target.id === undefined ? [] : [target.id, ...target.rest] },
+      "shell",
+      ["ID"],
+    );
     const { stdin, stdout } = context.io;
     const sandbox = await context.connect(id!);
     const pty = sandbox.pty;

@@ -13,7 +13,11 @@ export const SPEC_OPTIONS: OptionSpecs = {
     valueName: "REF",
     description: "image / template in the provider's terms",
   },
-  name: { type: "string", valueName: "NAME", description: "human-readable name" },
+  name: {
+    type: "string",
+    valueName: "NAME",
+    description: "name, unique per provider; other commands then take --name NAME for the id",
+  },
   env: {
     type: "string",
     short: "e",

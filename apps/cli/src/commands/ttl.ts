@@ -1,20 +1,26 @@
 import { expectNoCommand, expectPositionals } from "../args/positionals.js";
 import { parseDuration } from "../args/value-parsers.js";
 import { managerFor, recordOfSandbox } from "../records/record-operations.js";
+import { NAME_OPTION, sandboxTarget } from "../records/sandbox-names.js";
 import type { CommandDefinition } from "./command-definition.js";
 
 /** `sbox ttl ID DURATION`: gives a sandbox a new time to live, counted from now. */
 export const ttlCommand: CommandDefinition = {
   name: "ttl",
   summary: "set a sandbox's time to live, counted from now",
-  usage: ["sbox ttl [--json] ID DURATION"],
+  usage: ["sbox ttl [--json] ID DURATION", "sbox ttl [--json] --name NAME DURATION"],
   details:
     "For a recorded sandbox the record's expiry is moved (enforced by `sbox reap`); otherwise the provider's\n" +
     "setTimeout is used. A sandbox stopped by `sbox reap` can be resumed after it has been given more time.",
-  options: {},
+  options: { name: NAME_OPTION },
   examples: ["sbox ttl local:3f2a 2h && sbox resume local:3f2a"],
   async run(context, args) {
-    const [id, durationText] = expectPositionals(args, "ttl", ["ID", "DURATION"]);
+    const target = await sandboxTarget(context, args);
+    const [id, durationText] = expectPositionals(
+      { ...args, positionals: target.id === undefined ? [] : [target.id, ...target.rest] },
+      "ttl",
+      ["ID", "DURATION"],
+    );
     expectNoCommand(args, "ttl");
     const ttlMs = parseDuration(durationText!, "DURATION");
     const record = await recordOfSandbox(context, id!);

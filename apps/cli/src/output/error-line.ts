@@ -21,7 +21,9 @@ export function formatErrorLine(error: unknown, options: { colours: Colours; deb
     .map((part) => part.trim())
     .filter((part) => part.length > 0)
     .join("; ");
-  const head = `${options.colours.red(options.colours.bold(`error[${sandboxError.code}]`))}: ${message || "(no message)"}`;
+  // A wrong command line is labelled as what it is (exit code 2), not as a Validation error of a sandbox.
+  const label = isUsageError(error) ? "Usage" : sandboxError.code;
+  const head = `${options.colours.red(options.colours.bold(`error[${label}]`))}: ${message || "(no message)"}`;
   if (!options.debug) return `${head}\n`;
   const lines = [head];
   if (sandboxError.stack) lines.push(options.colours.dim(sandboxError.stack));

@@ -2,6 +2,7 @@ import type { CapabilityFlags, CapabilityMap, SandboxProvider } from "@sbox/core
 import { SandboxError, toSandboxError } from "@sbox/core";
 import { usageError } from "../args/usage-error.js";
 import { findInstalledProviderPackages, importOptionalPackage } from "./import-package.js";
+import { installHint } from "./install-hint.js";
 import { KNOWN_PROVIDERS, type KnownProvider, knownProvider } from "./known-providers.js";
 
 /** A provider factory as provider packages export it: `local(options)`, `docker(options)`. */
@@ -35,6 +36,30 @@ export function packageForProvider(name: string): {
   throw usageError(`--provider: ${JSON.stringify(name)} is neither a provider name nor a package name`);
 }
 
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    let previous = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j += 1) {
+      const current = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+      previous = current;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** Why a bare provider name is unknown: the known names (the closest first, when it looks like a typo). */
+export function unknownProviderMessage(name: string): string {
+  const names = KNOWN_PROVIDERS.map((provider) => provider.name);
+  const closest = names
+    .map((candidate) => ({ candidate, distance: editDistance(name, candidate) }))
+    .sort((a, b) => a.distance - b.distance)[0];
+  const hint = closest && closest.distance <= 2 ? `did you mean "${closest.candidate}"? ` : "";
+  return `unknown provider ${JSON.stringify(name)}: ${hint}the providers are ${names.join(", ")} (any other installed @sbox/provider-<name> is found too, or name a provider package: --provider @scope/package)`;
+}
+
 function camelCase(text: string): string {
   return text.replace(/-([a-z0-9])/g, (_, letter: string) => letter.toUpperCase());
 }
@@ -52,9 +77,13 @@ export async function loadProviderPackage(name: string, cwd: string): Promise<Pr
   const target = packageForProvider(name);
   const outcome = await importOptionalPackage(target.packageName, cwd);
   if (outcome.status === "missing") {
+    if (!knownProvider(name) && !name.includes("/")) {
+      // A bare name that is none of ours: there is no package to suggest, only the names that exist.
+      throw new SandboxError("Validation", unknownProviderMessage(name), { retryable: false });
+    }
     throw new SandboxError(
       "Validation",
-      `provider "${name}" is not installed: install ${target.packageName} (npm i ${target.packageName}) or choose another with --provider`,
+      `provider "${name}" is not installed: ${installHint(target.packageName, cwd)}, or choose another with --provider`,
       { retryable: false },
     );
   }

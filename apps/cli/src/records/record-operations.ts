@@ -34,13 +34,14 @@ export async function recordOfSandbox(context: CliContext, id: string): Promise<
 }
 
 /**
- * Runs stop/resume/destroy through the manager when the sandbox has a record, so the record's status,
- * lease and history stay true; returns false when there is no record (the caller acts directly).
+ * Runs every lifecycle verb (stop, pause, resume, destroy) through the manager when the sandbox has a
+ * record, so the record's status, lease and history stay true whichever verb was used; returns false
+ * when there is no record (the caller acts directly).
  */
 export async function viaRecord(
   context: CliContext,
   id: string,
-  operation: "stop" | "resume" | "destroy",
+  operation: "stop" | "pause" | "resume" | "destroy",
 ): Promise<boolean> {
   const record = await recordOfSandbox(context, id);
   if (!record) return false;

@@ -9,17 +9,21 @@ import { filesCases } from "./files-cases.js";
 import { lifecycleCases } from "./lifecycle-cases.js";
 import { manifestCases } from "./manifest-cases.js";
 import { networkCases } from "./network-cases.js";
+import { optionsCases } from "./options-cases.js";
 import { portsCases } from "./ports-cases.js";
+import { remoteFaultCases } from "./remote-fault-cases.js";
 import { stateCases } from "./state-cases.js";
 import { unsupportedCases } from "./unsupported-cases.js";
 import { watchCases } from "./watch-cases.js";
 
 /**
- * Every conformance case, in run order. Runner-agnostic: each case is `{ id, title, requires, run(ctx) }`
- * with a stable dotted id; a binding (the plain report runner, the vitest binding) selects cases by the
- * provider's own effective capability map and runs them.
+ * Every conformance case, in run order, followed by `ownCases` (a test file's `extraCases`). Runner-agnostic:
+ * each case is `{ id, title, requires, run(ctx) }` with a stable dotted id; a binding (the plain report
+ * runner, the vitest binding) selects cases by the provider's own effective capability map and runs them.
+ * Two cases with one id are a `Validation` error: ids are the kit's public contract (exclude lists,
+ * reports).
  */
-export function defineConformanceCases(): ConformanceCase[] {
+export function defineConformanceCases(ownCases: readonly ConformanceCase[] = []): ConformanceCase[] {
   const cases = [
     ...manifestCases(),
     ...lifecycleCases(),
@@ -33,13 +37,17 @@ export function defineConformanceCases(): ConformanceCase[] {
     ...extraCases(),
     ...concurrencyCases(),
     ...errorCases(),
+    ...optionsCases(),
+    ...remoteFaultCases(),
     ...unsupportedCases(),
+    ...ownCases,
   ];
   const seen = new Set<string>();
   for (const c of cases) {
-    // Ids are the public contract of the kit (exclude lists, reports): a duplicate is a bug here.
     if (seen.has(c.id))
-      throw new SandboxError("Validation", `duplicate conformance case id ${c.id}`, { retryable: false });
+      throw new SandboxError("Validation", `two conformance cases share the id ${c.id}`, {
+        retryable: false,
+      });
     seen.add(c.id);
   }
   return cases;

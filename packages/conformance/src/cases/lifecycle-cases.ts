@@ -11,7 +11,7 @@ import {
   sleep,
 } from "../assertions.js";
 import type { ConformanceCase, ConformanceContext } from "../conformance-case.js";
-import { RUN_LABEL } from "../conformance-run.js";
+import { RUN_LABEL } from "../conformance-labels.js";
 import { runOk, shArgs } from "../sandbox-scripts.js";
 import { expectNoDriverCall, nativeIdOf, utf8 } from "./case-helpers.js";
 

@@ -1,6 +1,7 @@
 import {
   CAPABILITY_DRIVER_METHODS,
   CAPABILITY_NAMES,
+  CAPABILITY_NAMESPACES,
   type CapabilityName,
   checkProviderManifest,
   EMULATABLE_DRIVER_METHODS,
@@ -10,16 +11,8 @@ import type { ConformanceCase } from "../conformance-case.js";
 
 const LEVELS = ["native", "emulated", "unsupported"];
 
-/** The gated namespace each capability opens on a sandbox. */
-export const NAMESPACE_OF: Partial<Record<CapabilityName, string>> = {
-  exposePort: "ports",
-  snapshot: "snapshots",
-  fork: "fork",
-  egressControl: "network",
-  pty: "pty",
-  codeInterpreter: "code",
-  ssh: "ssh",
-};
+/** The gated namespace each capability opens on a sandbox (core's table). */
+export const NAMESPACE_OF: Partial<Record<CapabilityName, string>> = CAPABILITY_NAMESPACES;
 
 /** Cases about the declaration itself. */
 export function manifestCases(): ConformanceCase[] {

@@ -28,6 +28,11 @@ function randomPort(): number {
 async function serveToken(ctx: ConformanceContext): Promise<ServedSandbox> {
   const port = randomPort();
   const sandbox = await ctx.createSandbox(ctx.provider.honours.includes("ports") ? { ports: [port] } : {});
+  return serveIn(ctx, sandbox, port);
+}
+
+/** Writes a fresh token file into `sandbox` and serves it on `port` from inside. */
+async function serveIn(ctx: ConformanceContext, sandbox: Sandbox, port: number): Promise<ServedSandbox> {
   const ports = sandbox.ports;
   if (!ports) throw new ConformanceFailure("expected sandbox.ports to be defined (exposePort is supported)");
   const dir = await ctx.scratchDir(sandbox);
@@ -109,7 +114,7 @@ export function portsCases(): ConformanceCase[] {
             `expected ${info.url}/conformance.txt to answer 200 with the token, last got ${outcome} (server output ${show(served.log())})`,
           );
         }
-        // ports.list and ports.unexpose are optional in the spec: NotSupported is an honest answer.
+        // ports.list is optional in the spec: NotSupported is an honest answer.
         const listed = await optional(served.ports.list());
         if (listed !== NOT_SUPPORTED) {
           check(
@@ -117,12 +122,42 @@ export function portsCases(): ConformanceCase[] {
             `expected ports.list() to include ${served.port}, got ${show(listed)}`,
           );
         }
+        // unexpose is there only where the provider has it (Docker cannot unpublish a running container's port).
+        if (!served.ports.unexpose) return;
         if ((await optional(served.ports.unexpose(served.port))) === NOT_SUPPORTED) return;
         const after = await optional(served.ports.list());
         if (after !== NOT_SUPPORTED) {
           check(
             !after.some((p) => p.port === served.port),
             `expected ports.list() not to include ${served.port} after unexpose, got ${show(after)}`,
+          );
+        }
+      },
+    },
+    {
+      id: "ports.expose.after-resume",
+      title:
+        "after stop and resume, ports.expose(port) returns a URL at which the sandbox's server answers again (not the address it had before the stop)",
+      requires: ["exposePort", "background", "stop"],
+      timeoutMs: 150_000,
+      async run(ctx) {
+        const before = await serveToken(ctx);
+        const first = await before.ports.expose(before.port);
+        const firstOutcome = await fetchUntil(joinUrl(first.url, "/conformance.txt"), before.token, 30_000);
+        if (firstOutcome !== "ok") {
+          throw new ConformanceFailure(
+            `expected ${first.url}/conformance.txt to answer before the stop, last got ${firstOutcome} (server output ${show(before.log())})`,
+          );
+        }
+        await before.sandbox.stop();
+        await before.sandbox.resume();
+        // Processes do not survive a stop: serve again, with a new token so an old answer cannot pass.
+        const after = await serveIn(ctx, before.sandbox, before.port);
+        const second = await after.ports.expose(after.port);
+        const outcome = await fetchUntil(joinUrl(second.url, "/conformance.txt"), after.token, 30_000);
+        if (outcome !== "ok") {
+          throw new ConformanceFailure(
+            `expected the URL ports.expose returned after stop and resume (${second.url}) to answer with the new token, last got ${outcome} (URL before the stop: ${first.url}; server output ${show(after.log())})`,
           );
         }
       },
@@ -163,6 +198,11 @@ export function portsCases(): ConformanceCase[] {
         let last = "no attempt";
         while (Date.now() < deadline) {
           try {
+            if (!served.ports.fetch) {
+              throw new ConformanceFailure(
+                "expected sandbox.ports.fetch to be defined (proxiedFetch is supported)",
+              );
+            }
             const response = await served.ports.fetch(served.port, "/conformance.txt");
             const body = await response.text();
             if (response.status === 200 && body === served.token) return;

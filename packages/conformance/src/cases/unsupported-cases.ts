@@ -117,9 +117,13 @@ const PROBES: Record<CapabilityName, Probe[]> = {
   egressControl: [refusesAtCreate('network { egress: "block-all" }', { network: { egress: "block-all" } })],
   ssh: [],
   proxiedFetch: [
-    async (ctx, sandbox) => {
+    async (_ctx, sandbox) => {
+      // Gated method by method, like the namespaces: absent at runtime as in the type.
       if (!sandbox.ports) return;
-      await refuses("ports.fetch(port, path)", (_, s) => s.ports!.fetch(8080, "/"))(ctx, sandbox);
+      check(
+        sandbox.ports.fetch === undefined,
+        "expected sandbox.ports.fetch to be undefined where proxiedFetch is unsupported",
+      );
     },
   ],
   snapshot: [],

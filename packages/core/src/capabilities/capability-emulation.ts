@@ -2,7 +2,7 @@ import type { CapabilityName } from "./capability-names.js";
 
 /**
  * Capabilities the core emulates on top of the exec primitive when the provider declares them `emulated`
- * (or, in primitives-only mode, when their native driver methods are hidden). See CAPABILITIES.md E3..E8.
+ * (or, in primitives-only mode, when their native driver methods are hidden). See docs/capabilities.md, E3..E8.
  */
 export const AUTOMATIC_EMULATIONS: readonly CapabilityName[] = [
   "streaming",

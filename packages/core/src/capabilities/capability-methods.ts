@@ -4,6 +4,55 @@ import type { CapabilityName } from "./capability-names.js";
 /** A driver method name. */
 export type DriverMethodName = Exclude<keyof ProviderDriver, never>;
 
+// Every driver method once; the mapped type makes the compiler reject a list that misses one.
+const EVERY_DRIVER_METHOD: { readonly [K in DriverMethodName]-?: true } = {
+  doCreate: true,
+  doConnect: true,
+  doDestroy: true,
+  doGetInfo: true,
+  doExec: true,
+  doExecStream: true,
+  doSpawn: true,
+  doListProcesses: true,
+  doConnectProcess: true,
+  doKillProcess: true,
+  doCreatePty: true,
+  doReadFile: true,
+  doWriteFile: true,
+  doReadFileStream: true,
+  doWriteFileStream: true,
+  doListFiles: true,
+  doStat: true,
+  doMkdir: true,
+  doRemove: true,
+  doRename: true,
+  doWatch: true,
+  doList: true,
+  doStop: true,
+  doPause: true,
+  doResume: true,
+  doSetTimeout: true,
+  doMetrics: true,
+  doExposePort: true,
+  doListPorts: true,
+  doUnexposePort: true,
+  doFetchPort: true,
+  doSetEgress: true,
+  doGetSshAccess: true,
+  doCreateSnapshot: true,
+  doRestoreSnapshot: true,
+  doListSnapshots: true,
+  doDeleteSnapshot: true,
+  doFork: true,
+  doRunCode: true,
+  doDispose: true,
+};
+
+/** Every driver method of the spec, required and optional. */
+export const DRIVER_METHOD_NAMES: readonly DriverMethodName[] = Object.keys(
+  EVERY_DRIVER_METHOD,
+) as DriverMethodName[];
+
 /** The methods every provider must implement. */
 export const REQUIRED_DRIVER_METHODS = ["doCreate", "doConnect", "doDestroy", "doGetInfo", "doExec"] as const;
 

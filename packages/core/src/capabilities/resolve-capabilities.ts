@@ -12,7 +12,7 @@ export interface ResolveOptions {
 }
 
 /** The capabilities a user actually gets from a provider under the given options. */
-export interface EffectiveCapabilities {
+export interface ResolvedCapabilities {
   map: CapabilityMap;
   flags: CapabilityFlags;
 }
@@ -26,7 +26,7 @@ export interface EffectiveCapabilities {
 export function resolveCapabilities(
   provider: SandboxProvider,
   options: ResolveOptions = {},
-): EffectiveCapabilities {
+): ResolvedCapabilities {
   const map: Record<CapabilityName, CapabilityLevel> = { ...provider.capabilities };
   let flags: CapabilityFlags = { ...provider.flags };
   if (options.primitivesOnly) {

@@ -1,9 +1,11 @@
 import type { LossyEmulation } from "../capabilities/capability-emulation.js";
 import type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabilities/capability-names.js";
 import type { SandboxError } from "../errors/sandbox-error.js";
+import type { KnownMethods, UnknownMethods } from "../sandbox/method-gates.js";
 import type { Capabilities, Sandbox, SandboxInfo } from "../sandbox/sandbox-types.js";
 import type { SandboxProvider } from "../spec/provider-spec.js";
-import type { ListFilter, SandboxSpec } from "../spec/sandbox-spec.js";
+import type { ListFilter, SandboxSpec, SpecField } from "../spec/sandbox-spec.js";
+import type { SpecFor } from "./spec-for.js";
 
 /** Retry policy for retryable errors: exponential backoff with full jitter. */
 export interface RetryOptions {
@@ -78,19 +80,32 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** The entry point: creates, connects to, lists and reaps sandboxes of one provider (plus fallbacks). */
-export interface SandboxClient<TCaps extends CapabilityMap = CapabilityMap> {
+/**
+ * The entry point: creates, connects to, lists and reaps sandboxes of one provider (plus fallbacks).
+ * `await using client = createSandboxClient(...)` disposes it when the block ends.
+ */
+export interface SandboxClient<
+  TCaps extends CapabilityMap = CapabilityMap,
+  TMethods extends KnownMethods = UnknownMethods,
+  THonours extends SpecField = SpecField,
+> extends AsyncDisposable {
   /** The provider's name. */
   readonly provider: string;
   /** The effective capabilities (after emulation). */
   readonly capabilities: Capabilities<TCaps>;
-  create(spec?: SandboxSpec): Promise<Sandbox<TCaps>>;
+  /**
+   * Creates a sandbox. A spec field the provider refuses fails at compile time where its capability map
+   * or its honoured fields say so (`volumes` on local), and always with `Validation` before any call.
+   */
+  create(spec?: SpecFor<TCaps, THonours>): Promise<Sandbox<TCaps, TMethods>>;
   /** Attaches to a sandbox by `"<provider>:<native id>"` or native id; `NotFound` when it does not exist. */
-  connect(id: string, options?: CallOptions): Promise<Sandbox<TCaps>>;
+  connect(id: string, options?: CallOptions): Promise<Sandbox<TCaps, TMethods>>;
   /** Lists sandboxes; every filter field is honoured. Requires `list`. */
   list(filter?: ListFilter & CallOptions): AsyncIterable<SandboxInfo>;
   /** Stops (or destroys, where stop is unsupported) sandboxes whose ttl has passed; returns what it reaped. */
   reap(options?: CallOptions): Promise<SandboxInfo[]>;
   /** Releases the provider's clients and sockets. */
   dispose(): Promise<void>;
+  /** Disposes the client: what `await using` calls at the end of its block. */
+  [Symbol.asyncDispose](): Promise<void>;
 }

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import { recordingProvider } from "../../test/faulty-provider.js";
 import { shDriver } from "../../test/sh-driver.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
+import type { SandboxSpec } from "../spec/sandbox-spec.js";
 import { createSandboxClient } from "./create-sandbox-client.js";
 
 const sh = shDriver({ userland: "dash" });
@@ -37,7 +38,9 @@ describe("createSandboxClient", () => {
   test("a spec field the provider cannot honour is a Validation error before any provider call", async () => {
     const recorded = recordingProvider(sh);
     const client = createSandboxClient({ provider: recorded });
-    for (const spec of [
+    // Typed as a plain SandboxSpec: most of these fail at compile time already (SpecFor); the runtime
+    // must refuse them all the same, for callers whose types cannot tell (JavaScript, generic providers).
+    const specs: SandboxSpec[] = [
       { resources: { memoryMB: 512 } },
       { region: "eu-west" },
       { ports: [8080] },
@@ -48,8 +51,9 @@ describe("createSandboxClient", () => {
       { env: { OK: "a\0b" } },
       { ttlMs: -1 },
       { bogus: 1 } as never,
-    ]) {
-      const error = await client.create(spec).then(
+    ];
+    for (const spec of specs) {
+      const error = await client.create(spec as never).then(
         () => undefined,
         (e: unknown) => e,
       );

@@ -2,9 +2,12 @@ import type { LossyEmulation } from "../capabilities/capability-emulation.js";
 import { isLossyEmulation } from "../capabilities/capability-emulation.js";
 import type { CapabilityMap, CapabilityName } from "../capabilities/capability-names.js";
 import { checkProviderManifest } from "../capabilities/manifest.js";
+import { redactError } from "../errors/redact-error.js";
 import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
+import type { MethodsOf, UnknownMethods } from "../sandbox/method-gates.js";
 import { createProviderRuntime, type ProviderRuntime } from "../sandbox/provider-runtime.js";
+import { callOptions, invalidInput } from "../sandbox/sandbox-context.js";
 import { createSandboxFacade, toSandboxInfo } from "../sandbox/sandbox-facade.js";
 import type { Sandbox, SandboxInfo } from "../sandbox/sandbox-types.js";
 import type { DriverSandbox, SandboxProvider } from "../spec/provider-spec.js";
@@ -17,6 +20,7 @@ import type {
   SandboxHooks,
 } from "./client-types.js";
 import { abortError, withRetry } from "./retry.js";
+import type { HonoursOf } from "./spec-for.js";
 import { EXPIRES_AT_METADATA_KEY, matchesFilter, validateListFilter, validateSpec } from "./validate-spec.js";
 
 /** Per-key union of the primary's and the fallbacks' levels: what a sandbox from any of them may have. */
@@ -24,16 +28,33 @@ export type MergedCapabilities<TCaps extends CapabilityMap, TFallback extends Ca
   readonly [K in CapabilityName]: TCaps[K] | TFallback[K];
 };
 
-function invalid(message: string, provider?: string): SandboxError {
-  return new SandboxError("Validation", message, { provider, retryable: false });
-}
+/**
+ * The client type of a provider (plus fallbacks and opt-in emulations): its effective capability map,
+ * what its type says of its optional methods, and the spec fields it honours — with fallbacks, only what
+ * every one of them is sure to have.
+ */
+export type ClientFor<
+  TProvider extends SandboxProvider,
+  TEmulate extends LossyEmulation,
+  TFallback extends SandboxProvider,
+> = SandboxClient<
+  EffectiveCapabilities<
+    MergedCapabilities<
+      TProvider["capabilities"],
+      [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
+    >,
+    TEmulate
+  >,
+  [TFallback] extends [never] ? MethodsOf<TProvider> : UnknownMethods,
+  [TFallback] extends [never] ? HonoursOf<TProvider> : HonoursOf<TProvider> & HonoursOf<TFallback>
+>;
 
 function checkProvider(provider: SandboxProvider): void {
   if (typeof provider !== "object" || provider === null)
-    throw invalid("provider must be a provider object (e.g. local())");
+    throw invalidInput("provider must be a provider object (e.g. local())");
   const problems = checkProviderManifest(provider);
   if (problems.length > 0) {
-    throw invalid(
+    throw invalidInput(
       `provider ${String(provider.name)} is malformed: ${problems.map((p) => p.message).join("; ")}`,
       provider.name,
     );
@@ -55,20 +76,12 @@ export function createSandboxClient<
   const TFallback extends SandboxProvider = never,
 >(
   options: SandboxClientOptions<TProvider, TEmulate> & { fallback?: readonly TFallback[] | undefined },
-): SandboxClient<
-  EffectiveCapabilities<
-    MergedCapabilities<
-      TProvider["capabilities"],
-      [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
-    >,
-    TEmulate
-  >
-> {
+): ClientFor<TProvider, TEmulate, TFallback> {
   checkProvider(options.provider);
   for (const provider of options.fallback ?? []) checkProvider(provider);
   for (const name of options.emulate ?? []) {
     if (!isLossyEmulation(name))
-      throw invalid(
+      throw invalidInput(
         `emulate: ${JSON.stringify(name)} is not an opt-in emulation (snapshot, fork, codeInterpreter)`,
       );
   }
@@ -76,6 +89,8 @@ export function createSandboxClient<
   const primary = createProviderRuntime(options.provider, runtimeOptions);
   const fallbacks = (options.fallback ?? []).map((p) => createProviderRuntime(p, runtimeOptions));
   const runtimes = [primary, ...fallbacks];
+  // Errors of the client may carry causes from any of its providers (AllProvidersFailed): scrub them all.
+  const secrets = () => runtimes.flatMap((runtime) => runtime.secrets());
   const hooks: SandboxHooks[] = [...(options.plugins ?? []).map((p) => p.hooks ?? {}), options.hooks ?? {}];
   let disposed = false;
 
@@ -95,7 +110,7 @@ export function createSandboxClient<
       handle,
       reportError: reportError(runtime),
       onDestroy: async (id) => {
-        runtime.createdSpecs.delete(handle.id);
+        runtime.forget(handle.id);
         for (const hook of hooks) await hook.onDestroy?.({ id, provider: runtime.name });
       },
     });
@@ -106,7 +121,10 @@ export function createSandboxClient<
       if (disposed) throw new SandboxError("InvalidState", "the client was disposed", { retryable: false });
       return await run();
     } catch (error) {
-      const wrapped = toSandboxError(error, { provider: runtime.name, operation: name });
+      const wrapped = redactError(
+        toSandboxError(error, { provider: runtime.name, operation: name }),
+        secrets(),
+      );
       reportError(runtime)(wrapped, name);
       throw wrapped;
     }
@@ -146,7 +164,8 @@ export function createSandboxClient<
     capabilities: primary.capabilities,
     create: (spec: SandboxSpec = {}) =>
       operation(primary, "create", async () => {
-        if (typeof spec !== "object" || spec === null) throw invalid("spec must be an object", primary.name);
+        if (typeof spec !== "object" || spec === null)
+          throw invalidInput("spec must be an object", primary.name);
         if (!spec.idempotencyKey) return createWith(primary, spec);
         // With an idempotency key, creation may be retried and may fall over to the next provider.
         const failures: SandboxError[] = [];
@@ -166,19 +185,20 @@ export function createSandboxClient<
           { cause: new AggregateError(failures), retryable: false },
         );
       }),
-    connect: (id: string, callOptions: CallOptions = {}) =>
+    connect: (id: string, connectOptions: CallOptions = {}) =>
       operation(primary, "connect", async () => {
         if (typeof id !== "string" || id.trim() === "")
-          throw invalid("id must be a non-empty string", primary.name);
+          throw invalidInput("id must be a non-empty string", primary.name);
         const separator = id.indexOf(":");
         const prefix = separator > 0 ? id.slice(0, separator) : undefined;
         const runtime = runtimes.find((r) => r.name === prefix);
         const target = runtime ?? primary;
         const nativeId = runtime ? id.slice(separator + 1) : id;
-        if (nativeId === "") throw invalid("id has no native part after the provider prefix", target.name);
-        const signal = callOptions.signal;
+        if (nativeId === "")
+          throw invalidInput("id has no native part after the provider prefix", target.name);
+        const signal = connectOptions.signal;
         const handle = await withRetry(
-          () => target.driver.doConnect(nativeId, { signal: signal ?? new AbortController().signal }),
+          () => target.driver.doConnect(nativeId, callOptions(signal)),
           options.retry,
           signal,
         );
@@ -187,20 +207,18 @@ export function createSandboxClient<
     list: (filter: ListFilter & CallOptions = {}): AsyncIterable<SandboxInfo> => ({
       [Symbol.asyncIterator]: () => listSandboxes(filter)[Symbol.asyncIterator](),
     }),
-    reap: (callOptions: CallOptions = {}) =>
+    reap: (reapOptions: CallOptions = {}) =>
       operation(primary, "reap", async () => {
         if (primary.capabilities.flags.nativeExpiry) return [];
         const reaped: SandboxInfo[] = [];
         const now = Date.now();
         for await (const info of listSandboxes({
           state: ["running", "paused", "starting"],
-          signal: callOptions.signal,
+          signal: reapOptions.signal,
         })) {
           if (!info.expiresAt || info.expiresAt.getTime() > now) continue;
-          const handle = await primary.driver.doConnect(info.id.slice(primary.name.length + 1), {
-            signal: callOptions.signal ?? new AbortController().signal,
-          });
-          const call = { signal: callOptions.signal ?? new AbortController().signal };
+          const call = callOptions(reapOptions.signal);
+          const handle = await primary.driver.doConnect(info.id.slice(primary.name.length + 1), call);
           if (primary.driver.doStop) await primary.driver.doStop(handle, call);
           else await primary.driver.doDestroy(handle, call);
           reaped.push(
@@ -224,18 +242,22 @@ export function createSandboxClient<
         try {
           await runtime.driver.doDispose?.();
         } catch (error) {
-          errors.push(toSandboxError(error, { provider: runtime.name, operation: "dispose" }));
+          errors.push(
+            redactError(toSandboxError(error, { provider: runtime.name, operation: "dispose" }), secrets()),
+          );
         }
       }
       if (errors.length > 0) throw errors[0];
     },
+    // `await using client = ...` disposes it at the end of the block.
+    [Symbol.asyncDispose]: () => client.dispose(),
   };
 
   async function* listSandboxes(filter: ListFilter & CallOptions): AsyncGenerator<SandboxInfo> {
     try {
       if (disposed) throw new SandboxError("InvalidState", "the client was disposed", { retryable: false });
       if (typeof filter !== "object" || filter === null)
-        throw invalid("filter must be an object", primary.name);
+        throw invalidInput("filter must be an object", primary.name);
       validateListFilter(filter, primary.name);
       if (primary.capabilities.map.list === "unsupported" || !primary.driver.doList) {
         throw new NotSupportedError("list", primary.name);
@@ -243,9 +265,7 @@ export function createSandboxClient<
       const { signal, ...rest } = filter;
       let count = 0;
       if (rest.limit === 0) return;
-      for await (const info of primary.driver.doList(rest, {
-        signal: signal ?? new AbortController().signal,
-      })) {
+      for await (const info of primary.driver.doList(rest, callOptions(signal))) {
         if (signal?.aborted) throw abortError(signal);
         // The provider may filter coarsely or not at all; the core makes sure no filter field is ignored.
         if (!matchesFilter(info, rest)) continue;
@@ -254,19 +274,14 @@ export function createSandboxClient<
         if (rest.limit !== undefined && count >= rest.limit) return;
       }
     } catch (error) {
-      const wrapped = toSandboxError(error, { provider: primary.name, operation: "list" });
+      const wrapped = redactError(
+        toSandboxError(error, { provider: primary.name, operation: "list" }),
+        secrets(),
+      );
       reportError(primary)(wrapped, "list");
       throw wrapped;
     }
   }
 
-  return client as unknown as SandboxClient<
-    EffectiveCapabilities<
-      MergedCapabilities<
-        TProvider["capabilities"],
-        [TFallback] extends [never] ? TProvider["capabilities"] : TFallback["capabilities"]
-      >,
-      TEmulate
-    >
-  >;
+  return client as unknown as ClientFor<TProvider, TEmulate, TFallback>;
 }

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { hasBusybox } from "../../test/sh-driver.js";
+import { argvScript } from "./argv-script.js";
 import { applyEnvCwd, CWD_FAILED_EXIT_CODE } from "./e1-env-cwd.js";
 import { createExecBed, EXEC_VARIANTS, type ExecBed, testSignal } from "./shell-exec-test-bed.js";
 import { shellQuote } from "./shell-quote.js";
@@ -122,8 +123,8 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)("E1 on $userland (exit codes:
 });
 
 describe("applyEnvCwd", () => {
-  test("without cwd and env the command is returned as written", () => {
+  test("without cwd and env a snippet is returned as written, argv as the script that runs it", () => {
     expect(applyEnvCwd({ shell: "echo $HOME | wc -c" }, {})).toBe("echo $HOME | wc -c");
-    expect(applyEnvCwd({ argv: ["ls", "a b"] }, { env: {} })).toBe("ls 'a b'");
+    expect(applyEnvCwd({ argv: ["ls", "a b"] }, { env: {} })).toBe(argvScript(["ls", "a b"]));
   });
 });

@@ -1,6 +1,7 @@
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverCommand } from "../spec/provider-spec.js";
-import { shellCommandOf, shellExports, shellQuote } from "./shell-quote.js";
+import { argvScript } from "./argv-script.js";
+import { shellExports, shellQuote } from "./shell-quote.js";
 
 /**
  * Exit code of a command whose working directory could not be entered. 126 is the shell's "found but
@@ -19,8 +20,8 @@ export interface EnvCwdOptions {
  * takes neither. When the directory cannot be entered the script prints a message to stderr and exits
  * {@link CWD_FAILED_EXIT_CODE} before the command runs, never running it somewhere else. Env keys must be
  * identifiers (`Validation` otherwise); every value is single-quoted, so quotes, newlines, `$()`,
- * backticks and unicode arrive byte for byte. An argv command is quoted word by word; a shell snippet
- * is kept as written.
+ * backticks and unicode arrive byte for byte. An argv command is quoted word by word (and a missing
+ * program reported as a shell would, see `argvScript`); a shell snippet is kept as written.
  */
 export function applyEnvCwd(command: DriverCommand, options: EnvCwdOptions): string {
   const lines: string[] = [];
@@ -35,7 +36,11 @@ export function applyEnvCwd(command: DriverCommand, options: EnvCwdOptions): str
   }
   const exports = shellExports(options.env);
   if (exports !== "") lines.push(exports.slice(0, -1));
-  if (lines.length === 0) return shellCommandOf(command);
-  lines.push(shellCommandOf(command));
+  lines.push(commandScript(command));
   return lines.join("\n");
+}
+
+/** The script that runs `command` as its last step: a shell snippet as written, argv through `argvScript`. */
+export function commandScript(command: DriverCommand): string {
+  return "shell" in command ? command.shell : argvScript(command.argv);
 }

@@ -55,11 +55,11 @@ export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderD
       const failure = request.signal.aborted
         ? abortReasonOf(request.signal.reason, WHAT)
         : toSandboxError(error, { provider: ctx.provider, operation: "exec (streaming)" });
-      try {
-        await killAndRemove(ctx, sandbox, dir, pid);
-      } catch {
-        // The original failure is what the caller needs to see; a failed cleanup cannot change it.
-      }
+      // The original failure is what the caller needs to see; a failed cleanup cannot change it.
+      const cleanup = killAndRemove(ctx, sandbox, dir, pid).catch(() => undefined);
+      // A remote that stopped answering would hold the cleanup for another deadline: it goes on in the
+      // background. A timeout or abort of the command itself waits for the kill, as E7 promises.
+      if (request.signal.aborted || failure.code !== "Timeout") await cleanup;
       throw failure;
     }
   };

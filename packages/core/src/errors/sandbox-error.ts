@@ -2,6 +2,7 @@ import { RETRYABLE_BY_DEFAULT, type SandboxErrorCode } from "./error-codes.js";
 import { redactSecrets } from "./redact.js";
 
 const MARKER = Symbol.for("sbox.error");
+const NOT_SUPPORTED_MARKER = Symbol.for("sbox.error.not-supported");
 
 /** Options for constructing a {@link SandboxError}. */
 export interface SandboxErrorOptions {
@@ -64,5 +65,14 @@ export class NotSupportedError extends SandboxError {
     );
     this.name = "NotSupportedError";
     this.feature = feature;
+    Object.defineProperty(this, NOT_SUPPORTED_MARKER, { value: true });
+  }
+
+  /** True only for a `NotSupportedError` (also one from another copy of this package), not for any `SandboxError`. */
+  static override isInstance(value: unknown): value is NotSupportedError {
+    return (
+      SandboxError.isInstance(value) &&
+      (value as unknown as Record<symbol, unknown>)[NOT_SUPPORTED_MARKER] === true
+    );
   }
 }

@@ -1,7 +1,13 @@
-import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 import type { DriverSandbox, SnapshotRef } from "../spec/provider-spec.js";
 import type { EgressPolicy } from "../spec/sandbox-spec.js";
-import { driverMethod, guard, type SandboxContext } from "./sandbox-context.js";
+import {
+  callOptions,
+  gatedMethod,
+  guard,
+  invalidInput,
+  requireCapability,
+  type SandboxContext,
+} from "./sandbox-context.js";
 import type {
   CodeApi,
   GatedNamespaces,
@@ -13,15 +19,9 @@ import type {
   SshApi,
 } from "./sandbox-types.js";
 
-const call = () => ({ signal: new AbortController().signal });
-
-function invalid(message: string): SandboxError {
-  return new SandboxError("Validation", message, { retryable: false });
-}
-
 function validatePort(port: unknown): number {
   if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
-    throw invalid("port must be an integer between 1 and 65535");
+    throw invalidInput("port must be an integer between 1 and 65535");
   }
   return port as number;
 }
@@ -33,7 +33,7 @@ function validateSnapshotRef(ref: unknown): SnapshotRef {
     typeof (ref as SnapshotRef).id !== "string" ||
     !(ref as SnapshotRef).id
   ) {
-    throw invalid("a snapshot reference needs an id");
+    throw invalidInput("a snapshot reference needs an id");
   }
   return ref as SnapshotRef;
 }
@@ -45,7 +45,9 @@ export function validateEgressPolicy(policy: unknown): EgressPolicy {
   if (Array.isArray(allow) && allow.every((h) => typeof h === "string" && /^[A-Za-z0-9.:/*_-]+$/.test(h))) {
     return { allow: allow as string[] };
   }
-  throw invalid('egress policy must be "allow-all", "block-all" or { allow: ["host", "10.0.0.0/8", ...] }');
+  throw invalidInput(
+    'egress policy must be "allow-all", "block-all" or { allow: ["host", "10.0.0.0/8", ...] }',
+  );
 }
 
 /**
@@ -57,6 +59,7 @@ export function createGatedApis(
   wrapSandbox: (handle: DriverSandbox) => Sandbox,
 ): { [K in keyof GatedNamespaces]: GatedNamespaces[K] | undefined } {
   const { map } = context.runtime.capabilities;
+  const { handle } = context;
   const { driver } = context.runtime;
   const on = (capability: keyof typeof map) => map[capability] !== "unsupported";
 
@@ -66,33 +69,39 @@ export function createGatedApis(
           guard(context, "ports.expose", async () => {
             validatePort(port);
             const isPrivate = options.private ?? false;
-            if (isPrivate && !on("privatePreview"))
-              throw new NotSupportedError("privatePreview", context.runtime.name);
-            return driverMethod(context, driver.doExposePort, "exposePort")(context.handle, port, {
-              ...call(),
+            if (isPrivate) requireCapability(context, "privatePreview");
+            return gatedMethod(context, "exposePort", "doExposePort")(handle, port, {
+              ...callOptions(),
               private: isPrivate,
             });
           }),
         list: () =>
           guard(context, "ports.list", async () =>
-            driverMethod(context, driver.doListPorts, "ports.list")(context.handle, call()),
+            gatedMethod(context, "exposePort", "doListPorts", "ports.list")(handle, callOptions()),
           ),
-        unexpose: (port) =>
-          guard(context, "ports.unexpose", async () =>
-            driverMethod(context, driver.doUnexposePort, "ports.unexpose")(
-              context.handle,
-              validatePort(port),
-              call(),
-            ),
-          ),
-        fetch: (port, path, init) =>
-          guard(context, "ports.fetch", async () => {
-            if (!on("proxiedFetch")) throw new NotSupportedError("proxiedFetch", context.runtime.name);
-            validatePort(port);
-            if (typeof path !== "string" || !path.startsWith("/")) throw invalid("path must start with /");
-            const request = new Request(new URL(path, `http://sandbox:${port}`), init);
-            return driverMethod(context, driver.doFetchPort, "proxiedFetch")(context.handle, port, request);
-          }),
+        // Method by method, like the namespaces: there only when the provider can, in the type as here.
+        unexpose: driver.doUnexposePort
+          ? (port) =>
+              guard(context, "ports.unexpose", async () =>
+                gatedMethod(
+                  context,
+                  "exposePort",
+                  "doUnexposePort",
+                  "ports.unexpose",
+                )(handle, validatePort(port), callOptions()),
+              )
+          : undefined,
+        fetch: !on("proxiedFetch")
+          ? undefined
+          : (port, path, init) =>
+              guard(context, "ports.fetch", async () => {
+                requireCapability(context, "proxiedFetch");
+                validatePort(port);
+                if (typeof path !== "string" || !path.startsWith("/"))
+                  throw invalidInput("path must start with /");
+                const request = new Request(new URL(path, `http://sandbox:${port}`), init);
+                return gatedMethod(context, "proxiedFetch", "doFetchPort")(handle, port, request);
+              }),
       }
     : undefined;
 
@@ -101,35 +110,35 @@ export function createGatedApis(
         create: (options = {}) =>
           guard(context, "snapshots.create", async () => {
             if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
-              throw invalid("snapshot name must be a non-empty string");
+              throw invalidInput("snapshot name must be a non-empty string");
             }
-            return driverMethod(
+            return gatedMethod(
               context,
-              driver.doCreateSnapshot,
               "snapshot",
-            )(context.handle, {
-              ...call(),
+              "doCreateSnapshot",
+            )(handle, {
+              ...callOptions(),
               name: options.name,
             });
           }),
         restore: (ref) =>
           guard(context, "snapshots.restore", async () =>
-            driverMethod(context, driver.doRestoreSnapshot, "snapshot")(
-              context.handle,
+            gatedMethod(context, "snapshot", "doRestoreSnapshot")(
+              handle,
               validateSnapshotRef(ref),
-              call(),
+              callOptions(),
             ),
           ),
         list: () =>
           guard(context, "snapshots.list", async () =>
-            driverMethod(context, driver.doListSnapshots, "snapshot")(context.handle, call()),
+            gatedMethod(context, "snapshot", "doListSnapshots")(handle, callOptions()),
           ),
         delete: (ref) =>
           guard(context, "snapshots.delete", async () =>
-            driverMethod(context, driver.doDeleteSnapshot, "snapshot")(
-              context.handle,
+            gatedMethod(context, "snapshot", "doDeleteSnapshot")(
+              handle,
               validateSnapshotRef(ref),
-              call(),
+              callOptions(),
             ),
           ),
       }
@@ -140,12 +149,8 @@ export function createGatedApis(
         guard(context, "fork", async () => {
           const count = options.count ?? 1;
           if (!Number.isInteger(count) || count < 1 || count > 100)
-            throw invalid("fork count must be an integer from 1 to 100");
-          const handles = await driverMethod(
-            context,
-            driver.doFork,
-            "fork",
-          )(context.handle, { ...call(), count });
+            throw invalidInput("fork count must be an integer from 1 to 100");
+          const handles = await gatedMethod(context, "fork", "doFork")(handle, { ...callOptions(), count });
           return handles.map(wrapSandbox);
         })
     : undefined;
@@ -154,10 +159,10 @@ export function createGatedApis(
     ? {
         setEgress: (policy) =>
           guard(context, "network.setEgress", async () =>
-            driverMethod(context, driver.doSetEgress, "egressControl")(
-              context.handle,
+            gatedMethod(context, "egressControl", "doSetEgress")(
+              handle,
               validateEgressPolicy(policy),
-              call(),
+              callOptions(),
             ),
           ),
       }
@@ -176,15 +181,15 @@ export function createGatedApis(
               cols > 1000 ||
               rows > 1000
             ) {
-              throw invalid("pty cols and rows must be integers from 1 to 1000");
+              throw invalidInput("pty cols and rows must be integers from 1 to 1000");
             }
-            if (typeof options.onData !== "function") throw invalid("pty needs an onData callback");
-            const handle = await driverMethod(
+            if (typeof options.onData !== "function") throw invalidInput("pty needs an onData callback");
+            const terminal = await gatedMethod(
               context,
-              driver.doCreatePty,
               "pty",
-            )(context.handle, {
-              ...call(),
+              "doCreatePty",
+            )(handle, {
+              ...callOptions(),
               cols,
               rows,
               cwd: options.cwd,
@@ -193,19 +198,19 @@ export function createGatedApis(
               onData: options.onData,
             });
             return {
-              pid: handle.pid,
-              write: (data) => guard(context, "pty.write", () => handle.write(data)),
+              pid: terminal.pid,
+              write: (data) => guard(context, "pty.write", () => terminal.write(data)),
               resize: (c, r) =>
                 guard(context, "pty.resize", async () => {
                   if (!Number.isInteger(c) || !Number.isInteger(r) || c < 1 || r < 1) {
-                    throw invalid("pty cols and rows must be positive integers");
+                    throw invalidInput("pty cols and rows must be positive integers");
                   }
-                  await handle.resize(c, r);
+                  await terminal.resize(c, r);
                 }),
-              kill: () => guard(context, "pty.kill", () => handle.kill()),
+              kill: () => guard(context, "pty.kill", () => terminal.kill()),
               wait: () =>
                 guard(context, "pty.wait", async () => {
-                  const exit = await handle.wait();
+                  const exit = await terminal.wait();
                   return { exitCode: exit.exitCode ?? 128 + 9, signal: exit.signal };
                 }),
             };
@@ -217,16 +222,17 @@ export function createGatedApis(
     ? {
         run: (source, options = {}) =>
           guard(context, "code.run", async () => {
-            if (typeof source !== "string") throw invalid("code must be a string");
-            if (options.context !== undefined && !on("statefulKernel")) {
-              throw new NotSupportedError(
+            if (typeof source !== "string") throw invalidInput("code must be a string");
+            if (options.context !== undefined) {
+              requireCapability(
+                context,
                 "statefulKernel",
-                context.runtime.name,
+                "statefulKernel",
                 "code contexts need a stateful kernel",
               );
             }
-            return driverMethod(context, driver.doRunCode, "codeInterpreter")(context.handle, source, {
-              ...call(),
+            return gatedMethod(context, "codeInterpreter", "doRunCode")(handle, source, {
+              ...callOptions(),
               language: options.language,
               context: options.context,
             });
@@ -238,7 +244,7 @@ export function createGatedApis(
     ? {
         access: () =>
           guard(context, "ssh.access", async () =>
-            driverMethod(context, driver.doGetSshAccess, "ssh")(context.handle, call()),
+            gatedMethod(context, "ssh", "doGetSshAccess")(handle, callOptions()),
           ),
       }
     : undefined;

@@ -1,21 +1,34 @@
 import type { LossyEmulation } from "../capabilities/capability-emulation.js";
-import { EMULATABLE_DRIVER_METHODS } from "../capabilities/capability-methods.js";
-import { type EffectiveCapabilities, resolveCapabilities } from "../capabilities/resolve-capabilities.js";
+import {
+  CAPABILITY_DRIVER_METHODS,
+  type DriverMethodName,
+  EMULATABLE_DRIVER_METHODS,
+  FILE_DRIVER_METHODS,
+} from "../capabilities/capability-methods.js";
+import type { CapabilityName } from "../capabilities/capability-names.js";
+import { type ResolvedCapabilities, resolveCapabilities } from "../capabilities/resolve-capabilities.js";
+import {
+  bufferedFileStreams,
+  CAPABILITY_EMULATIONS,
+  type EmulationSources,
+} from "../emulation/capability-emulations.js";
 import { emulatedExecStream } from "../emulation/e3-streaming.js";
-import { emulatedBackground } from "../emulation/e4-background.js";
-import { emulatedFiles } from "../emulation/e5-files.js";
-import { emulatedWatch } from "../emulation/e6-watch.js";
-import { emulatedMetrics } from "../emulation/e8-metrics.js";
+import { type EmulatedBackground, emulatedBackground } from "../emulation/e4-background.js";
+import { type EmulatedFileMethods, emulatedFiles } from "../emulation/e5-files.js";
 import type { EmulationContext } from "../emulation/emulation-context.js";
-import { emulatedCodeInterpreter } from "../emulation/lossy-code-interpreter.js";
-import { emulatedFork } from "../emulation/lossy-fork.js";
-import { emulatedSnapshots } from "../emulation/lossy-snapshot.js";
-import { createShellExec } from "../emulation/shell-exec.js";
+import { createExecPipeline, type ExecPipeline } from "../emulation/exec-pipeline.js";
 import type { DriverSandbox, ProviderDriver, SandboxProvider } from "../spec/provider-spec.js";
+import { resolveSandboxPath } from "../spec/sandbox-paths.js";
 import type { SandboxSpec } from "../spec/sandbox-spec.js";
 
 /** Where emulations keep their state inside a sandbox unless the provider says otherwise. */
 export const DEFAULT_EMULATION_STATE_DIR = "/tmp/.sbox";
+
+/**
+ * The driver a runtime hands the facade: every file method is present (the provider's, E5's, or for
+ * streams without `filesUpload` a whole-file fallback), and every path it is given is resolved first.
+ */
+export type RuntimeDriver = ProviderDriver & Pick<EmulatedFileMethods, keyof EmulatedFileMethods>;
 
 /**
  * A provider as a client runs it: its effective capabilities and one driver in which every method is the
@@ -24,14 +37,34 @@ export const DEFAULT_EMULATION_STATE_DIR = "/tmp/.sbox";
 export interface ProviderRuntime {
   readonly name: string;
   readonly provider: SandboxProvider;
-  readonly capabilities: EffectiveCapabilities;
-  readonly driver: ProviderDriver;
+  readonly capabilities: ResolvedCapabilities;
+  readonly driver: RuntimeDriver;
+  /** E1, E2 and the streaming choice for every command. */
+  readonly exec: ExecPipeline;
   readonly emulation: EmulationContext;
   /** The spec a sandbox was created with by this client, used by lossy fork to make look-alike siblings. */
   readonly createdSpecs: Map<string, SandboxSpec>;
+  /** The provider's credentials, scrubbed from every error that leaves the SDK. */
+  secrets(): readonly (string | undefined)[];
+  /** Forgets what the runtime keeps about a destroyed sandbox (its spec, its working directory). */
+  forget(nativeId: string): void;
 }
 
-type MethodName = keyof ProviderDriver;
+/** Makes `make()` once, on first use. */
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  let made = false;
+  return () => {
+    if (!made) {
+      value = make();
+      made = true;
+    }
+    return value as T;
+  };
+}
+
+/** Methods whose path arguments are resolved against the sandbox's working directory. */
+const PATH_METHODS = [...FILE_DRIVER_METHODS, "doReadFileStream", "doWriteFileStream", "doWatch"] as const;
 
 /** Builds the runtime of `provider` under the client's options. */
 export function createProviderRuntime(
@@ -41,19 +74,26 @@ export function createProviderRuntime(
   const capabilities = resolveCapabilities(provider, options);
   const { map, flags } = capabilities;
   const hidden = new Set<string>(options.primitivesOnly ? EMULATABLE_DRIVER_METHODS : []);
-  const own = <K extends MethodName>(method: K): ProviderDriver[K] | undefined => {
+  const own = <K extends DriverMethodName>(method: K): ProviderDriver[K] | undefined => {
     const fn = (provider as unknown as Record<string, unknown>)[method];
     if (hidden.has(method) || typeof fn !== "function") return undefined;
     return (fn as (...args: unknown[]) => unknown).bind(provider) as ProviderDriver[K];
   };
 
-  // The exec primitive under the effective flags: in primitives-only mode E1/E2 run even if the provider
-  // could do without them.
-  // Object.create keeps prototype methods of class-based providers, which a spread would drop.
-  const execProvider: SandboxProvider = Object.assign(Object.create(provider) as SandboxProvider, { flags });
+  const stream = once(() => emulatedExecStream(emulation));
+  // Under the effective flags: in primitives-only mode E1/E2 run even if the provider could do without them.
+  const exec = createExecPipeline({
+    provider: provider.name,
+    flags,
+    doExec: provider.doExec.bind(provider),
+    doExecStream: map.streaming === "native" ? own("doExecStream") : undefined,
+    streaming: map.streaming,
+    stdin: map.stdin,
+    emulatedStream: stream,
+  });
   const emulation: EmulationContext = {
     provider: provider.name,
-    exec: createShellExec(execProvider),
+    exec: exec.shell,
     execAcceptsStdin: provider.capabilities.stdin === "native",
     stateDir: provider.emulationStateDir ?? DEFAULT_EMULATION_STATE_DIR,
   };
@@ -66,158 +106,87 @@ export function createProviderRuntime(
       known = emulation
         .exec(sandbox, "pwd", { signal: AbortSignal.timeout(60_000) })
         .then((r) => new TextDecoder().decode(r.stdout).trim() || "/");
+      known.catch(() => workdirs.delete(sandbox.id));
       workdirs.set(sandbox.id, known);
     }
     return known;
   };
 
-  const files = emulatedFiles(emulation);
-  const pick = <K extends MethodName>(
-    method: K,
-    emulated: ProviderDriver[K] | undefined,
-  ): ProviderDriver[K] | undefined => own(method) ?? emulated;
-  const level = (name: keyof typeof map) => map[name];
-  const gated = <K extends MethodName>(
-    capability: keyof typeof map,
-    method: K,
-    emulated: () => ProviderDriver[K] | undefined,
-  ): ProviderDriver[K] | undefined => {
-    const l = level(capability);
-    if (l === "native") return own(method);
-    if (l === "emulated") return emulated();
-    return undefined;
+  const e5 = once(() => emulatedFiles(emulation));
+  const fileMethod = <K extends keyof EmulatedFileMethods>(method: K): EmulatedFileMethods[K] =>
+    (own(method) as EmulatedFileMethods[K] | undefined) ?? e5()[method];
+  const createdSpecs = new Map<string, SandboxSpec>();
+  const sources: EmulationSources = {
+    context: emulation,
+    stream,
+    background: once((): EmulatedBackground => emulatedBackground(emulation)),
+    files: e5,
+    fileMethods: {
+      doListFiles: fileMethod("doListFiles"),
+      doReadFileStream: fileMethod("doReadFileStream"),
+      doWriteFileStream: fileMethod("doWriteFileStream"),
+    },
+    workdir,
+    createSibling: (source, signal) => provider.doCreate(forkSpec(createdSpecs.get(source.id)), { signal }),
+    destroy: (sandbox, signal) => provider.doDestroy(sandbox, { signal }),
   };
 
-  const background = () => emulatedBackground(emulation);
-  const fileMethods = {
-    doReadFile: pick("doReadFile", files.doReadFile),
-    doWriteFile: pick("doWriteFile", files.doWriteFile),
-    doListFiles: pick("doListFiles", files.doListFiles),
-    doStat: pick("doStat", files.doStat),
-    doMkdir: pick("doMkdir", files.doMkdir),
-    doRemove: pick("doRemove", files.doRemove),
-    doRename: pick("doRename", files.doRename),
-    doReadFileStream: gated("filesUpload", "doReadFileStream", () => files.doReadFileStream),
-    doWriteFileStream: gated("filesUpload", "doWriteFileStream", () => files.doWriteFileStream),
-  };
-  const createdSpecs = new Map<string, SandboxSpec>();
-  const driver: ProviderDriver = {
+  const driver: Record<string, unknown> = {
     doCreate: provider.doCreate.bind(provider),
     doConnect: provider.doConnect.bind(provider),
     doDestroy: provider.doDestroy.bind(provider),
     doGetInfo: provider.doGetInfo.bind(provider),
     doExec: provider.doExec.bind(provider),
   };
-  const assign = <K extends MethodName>(method: K, value: ProviderDriver[K] | undefined) => {
-    if (value !== undefined) driver[method] = value;
-  };
-  for (const [method, value] of Object.entries(fileMethods)) assign(method as MethodName, value as never);
-  assign(
-    "doExecStream",
-    gated("streaming", "doExecStream", () => emulatedExecStream(emulation)),
-  );
-  const bg = level("background") === "emulated" ? background() : undefined;
-  assign(
-    "doSpawn",
-    gated("background", "doSpawn", () => bg?.doSpawn),
-  );
-  assign(
-    "doListProcesses",
-    gated("background", "doListProcesses", () => bg?.doListProcesses),
-  );
-  assign(
-    "doConnectProcess",
-    gated("background", "doConnectProcess", () => bg?.doConnectProcess),
-  );
-  assign(
-    "doKillProcess",
-    gated("killProcess", "doKillProcess", () => (bg ?? background()).doKillProcess),
-  );
-  assign(
-    "doCreatePty",
-    gated("pty", "doCreatePty", () => undefined),
-  );
-  assign(
-    "doWatch",
-    gated("filesWatch", "doWatch", () => emulatedWatch(emulation, { doListFiles: fileMethods.doListFiles! })),
-  );
-  assign(
-    "doMetrics",
-    gated("metrics", "doMetrics", () => emulatedMetrics(emulation)),
-  );
-  assign(
-    "doList",
-    gated("list", "doList", () => undefined),
-  );
-  assign(
-    "doStop",
-    gated("stop", "doStop", () => undefined),
-  );
-  assign(
-    "doPause",
-    gated("pause", "doPause", () => undefined),
-  );
-  if (level("stop") === "native" || level("pause") === "native") assign("doResume", own("doResume"));
-  assign(
-    "doSetTimeout",
-    gated("setTimeout", "doSetTimeout", () => undefined),
-  );
-  assign(
-    "doExposePort",
-    gated("exposePort", "doExposePort", () => undefined),
-  );
-  if (level("exposePort") === "native") {
-    assign("doListPorts", own("doListPorts"));
-    assign("doUnexposePort", own("doUnexposePort"));
+  for (const method of FILE_DRIVER_METHODS) driver[method] = fileMethod(method);
+  // One loop decides every capability: the provider's methods when native, the core's when emulated.
+  for (const [capability, methods] of Object.entries(CAPABILITY_DRIVER_METHODS)) {
+    const level = map[capability as CapabilityName];
+    if (level === "native") {
+      for (const method of [...methods.required, ...(methods.optional ?? [])]) {
+        const fn = own(method);
+        if (fn) driver[method] = fn;
+      }
+    } else if (level === "emulated") {
+      const emulated = CAPABILITY_EMULATIONS[capability as CapabilityName]?.(sources) ?? {};
+      for (const [method, fn] of Object.entries(emulated)) if (fn) driver[method] = fn;
+    }
   }
-  assign(
-    "doFetchPort",
-    gated("proxiedFetch", "doFetchPort", () => undefined),
-  );
-  assign(
-    "doSetEgress",
-    gated("egressControl", "doSetEgress", () => undefined),
-  );
-  assign(
-    "doGetSshAccess",
-    gated("ssh", "doGetSshAccess", () => undefined),
-  );
-  const snapshots = level("snapshot") === "emulated" ? emulatedSnapshots(emulation, workdir) : undefined;
-  assign(
-    "doCreateSnapshot",
-    gated("snapshot", "doCreateSnapshot", () => snapshots?.doCreateSnapshot),
-  );
-  assign(
-    "doRestoreSnapshot",
-    gated("snapshot", "doRestoreSnapshot", () => snapshots?.doRestoreSnapshot),
-  );
-  assign(
-    "doListSnapshots",
-    gated("snapshot", "doListSnapshots", () => snapshots?.doListSnapshots),
-  );
-  assign(
-    "doDeleteSnapshot",
-    gated("snapshot", "doDeleteSnapshot", () => snapshots?.doDeleteSnapshot),
-  );
-  assign(
-    "doFork",
-    gated("fork", "doFork", () =>
-      emulatedFork(
-        emulation,
-        workdir,
-        (source, signal) => provider.doCreate(forkSpec(createdSpecs.get(source.id)), { signal }),
-        fileMethods as Required<typeof fileMethods>,
-        (sandbox, signal) => provider.doDestroy(sandbox, { signal }),
-      ),
-    ),
-  );
-  assign(
-    "doRunCode",
-    gated("codeInterpreter", "doRunCode", () => emulatedCodeInterpreter(emulation)),
-  );
+  if (driver.doReadFileStream === undefined)
+    Object.assign(driver, bufferedFileStreams(driver as unknown as RuntimeDriver));
   const dispose = own("doDispose");
   if (dispose) driver.doDispose = dispose;
-  return { name: provider.name, provider, capabilities, driver, emulation, createdSpecs };
+
+  // Every path reaches a driver absolute and normalised: relative ones are taken from the working directory.
+  const resolve = async (sandbox: DriverSandbox, path: string): Promise<string> =>
+    path.startsWith("/") ? resolveSandboxPath(path) : resolveSandboxPath(path, await workdir(sandbox));
+  for (const method of PATH_METHODS) {
+    const fn = driver[method] as
+      | ((sandbox: DriverSandbox, path: string, ...rest: unknown[]) => unknown)
+      | undefined;
+    if (!fn) continue;
+    driver[method] =
+      method === "doRename"
+        ? async (sandbox: DriverSandbox, from: string, to: string, ...rest: unknown[]) =>
+            fn(sandbox, await resolve(sandbox, from), await resolve(sandbox, to), ...rest)
+        : async (sandbox: DriverSandbox, path: string, ...rest: unknown[]) =>
+            fn(sandbox, await resolve(sandbox, path), ...rest);
+  }
+
+  return {
+    name: provider.name,
+    provider,
+    capabilities,
+    driver: driver as unknown as RuntimeDriver,
+    exec,
+    emulation,
+    createdSpecs,
+    secrets: () => provider.secrets?.() ?? [],
+    forget: (nativeId) => {
+      createdSpecs.delete(nativeId);
+      workdirs.delete(nativeId);
+    },
+  };
 }
 
 /** A sibling for a lossy fork gets the source's template and env, never its idempotency key or signal. */

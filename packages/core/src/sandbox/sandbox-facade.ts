@@ -1,13 +1,15 @@
 import type { CapabilityName } from "../capabilities/capability-names.js";
+import { namespaceOf } from "../capabilities/capability-namespaces.js";
 import { EXPIRES_AT_METADATA_KEY } from "../client/validate-spec.js";
-import { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
+import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverSandbox, DriverSandboxInfo } from "../spec/provider-spec.js";
 import { createCommandsApi } from "./commands-api.js";
 import { createFilesApi } from "./files-api.js";
+import { writeMany } from "./files-write-many.js";
 import { createGatedApis } from "./gated-apis.js";
 import type { ProviderRuntime } from "./provider-runtime.js";
-import { driverMethod, guard, requireCapability, type SandboxContext } from "./sandbox-context.js";
-import type { NamespaceCapability, Sandbox, SandboxInfo } from "./sandbox-types.js";
+import { callOptions, gatedMethod, guard, invalidInput, type SandboxContext } from "./sandbox-context.js";
+import type { FilesApi, Sandbox, SandboxInfo } from "./sandbox-types.js";
 
 /** What the client hands a new facade. */
 export interface SandboxFacadeOptions {
@@ -16,17 +18,6 @@ export interface SandboxFacadeOptions {
   readonly reportError: SandboxContext["reportError"];
   readonly onDestroy: (id: string) => Promise<void>;
 }
-
-/** The namespace each gating capability opens, for `can()`. */
-const NAMESPACE_OF: Partial<Record<CapabilityName, keyof NamespaceCapability>> = {
-  exposePort: "ports",
-  snapshot: "snapshots",
-  fork: "fork",
-  egressControl: "network",
-  pty: "pty",
-  codeInterpreter: "code",
-  ssh: "ssh",
-};
 
 /** The full sandbox id: `"<provider>:<native id>"`. */
 export function qualifiedId(provider: string, nativeId: string): string {
@@ -47,11 +38,16 @@ export function toSandboxInfo(provider: string, info: DriverSandboxInfo): Sandbo
   };
   if (info.createdAt) result.createdAt = info.createdAt;
   if (expiresAt) result.expiresAt = expiresAt;
+  if (info.partial) result.partial = info.partial;
   return result;
 }
 
-function invalid(message: string): SandboxError {
-  return new SandboxError("Validation", message, { retryable: false });
+/** The files namespace with `writeMany`, which writes through the namespace's own `write`. */
+function withWriteMany(context: SandboxContext, files: Omit<FilesApi, "writeMany">): FilesApi {
+  return {
+    ...files,
+    writeMany: (entries) => guard(context, "files.writeMany", () => writeMany(files.write, entries)),
+  };
 }
 
 /** Builds the `Sandbox` facade over one driver sandbox. */
@@ -61,7 +57,6 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
   const context: SandboxContext = { runtime, handle, id, reportError: options.reportError };
   const { driver } = runtime;
   const { map } = runtime.capabilities;
-  const call = (signal?: AbortSignal) => ({ signal: signal ?? new AbortController().signal });
   const wrap = (child: DriverSandbox): Sandbox => createSandboxFacade({ ...options, handle: child });
   const gated = createGatedApis(context, wrap);
 
@@ -70,44 +65,37 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
     provider: runtime.name,
     capabilities: runtime.capabilities,
     can(capability: CapabilityName): boolean {
-      if (map[capability] === undefined) throw invalid(`unknown capability ${JSON.stringify(capability)}`);
-      return (
-        map[capability] !== "unsupported" &&
-        (NAMESPACE_OF[capability] === undefined || gated[NAMESPACE_OF[capability]] !== undefined)
-      );
+      if (map[capability] === undefined)
+        throw invalidInput(`unknown capability ${JSON.stringify(capability)}`);
+      const namespace = namespaceOf(capability);
+      return map[capability] !== "unsupported" && (namespace === undefined || gated[namespace] !== undefined);
     },
     getInfo: (opts: { signal?: AbortSignal | undefined } = {}) =>
       guard(context, "getInfo", async () =>
-        toSandboxInfo(runtime.name, await driver.doGetInfo(handle, call(opts.signal))),
+        toSandboxInfo(runtime.name, await driver.doGetInfo(handle, callOptions(opts.signal))),
       ),
     setTimeout: (ttlMs: number) =>
       guard(context, "setTimeout", async () => {
-        requireCapability(context, "setTimeout");
+        const setTimeout = gatedMethod(context, "setTimeout", "doSetTimeout");
         if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0)
-          throw invalid("ttlMs must be a positive number");
-        await driverMethod(context, driver.doSetTimeout, "setTimeout")(handle, ttlMs, call());
+          throw invalidInput("ttlMs must be a positive number");
+        await setTimeout(handle, ttlMs, callOptions());
       }),
     stop: () =>
-      guard(context, "stop", async () => {
-        requireCapability(context, "stop");
-        await driverMethod(context, driver.doStop, "stop")(handle, call());
-      }),
+      guard(context, "stop", async () => gatedMethod(context, "stop", "doStop")(handle, callOptions())),
     pause: () =>
-      guard(context, "pause", async () => {
-        requireCapability(context, "pause");
-        await driverMethod(context, driver.doPause, "pause")(handle, call());
-      }),
+      guard(context, "pause", async () => gatedMethod(context, "pause", "doPause")(handle, callOptions())),
     resume: () =>
       guard(context, "resume", async () => {
-        if (map.stop === "unsupported" && map.pause === "unsupported") {
-          throw new NotSupportedError("resume", runtime.name, "the provider supports neither stop nor pause");
-        }
-        await driverMethod(context, driver.doResume, "resume")(handle, call());
+        // doResume serves both stop and pause: without either there is nothing to resume.
+        const capability = map.stop === "unsupported" ? "pause" : "stop";
+        const detail = "the provider supports neither stop nor pause";
+        await gatedMethod(context, capability, "doResume", "resume", detail)(handle, callOptions());
       }),
     destroy: () =>
       guard(context, "destroy", async () => {
         try {
-          await driver.doDestroy(handle, call());
+          await driver.doDestroy(handle, callOptions());
         } catch (error) {
           // Destroy is idempotent: a sandbox that is already gone is destroyed.
           if (!(SandboxError.isInstance(error) && error.code === "NotFound")) throw error;
@@ -115,13 +103,14 @@ export function createSandboxFacade(options: SandboxFacadeOptions): Sandbox {
         await options.onDestroy(id);
       }),
     metrics: () =>
-      guard(context, "metrics", async () => {
-        requireCapability(context, "metrics");
-        return driverMethod(context, driver.doMetrics, "metrics")(handle, call());
-      }),
+      guard(context, "metrics", async () =>
+        gatedMethod(context, "metrics", "doMetrics")(handle, callOptions()),
+      ),
     raw: () => handle.native,
+    // `await using sandbox = ...` destroys it at the end of the block (destroy is idempotent).
+    [Symbol.asyncDispose]: () => sandbox.destroy(),
     commands: createCommandsApi(context),
-    files: createFilesApi(context),
+    files: withWriteMany(context, createFilesApi(context)),
     ...gated,
   };
   return sandbox as unknown as Sandbox;

@@ -3,6 +3,7 @@ import type { CapabilityLevel, CapabilityMap, CapabilityName } from "../capabili
 import type { DirEntry, FileInfo, WatchEvent } from "../spec/files-types.js";
 import type {
   CodeRunResult,
+  PartialInfo,
   PortInfo,
   ProcessInfo,
   SandboxMetrics,
@@ -10,6 +11,7 @@ import type {
   SshAccess,
 } from "../spec/provider-spec.js";
 import type { EgressPolicy, SandboxState } from "../spec/sandbox-spec.js";
+import type { KnownMethods, PortFetch, PortsApiOf, PortUnexpose, UnknownMethods } from "./method-gates.js";
 
 /** The effective capabilities of a client or sandbox: the map after emulation, plus the flags. */
 export interface Capabilities<TCaps extends CapabilityMap = CapabilityMap> {
@@ -64,6 +66,16 @@ export interface CommandHandle extends PromiseLike<ExecResult>, AsyncIterable<Ou
   kill(signal?: string): Promise<void>;
 }
 
+/** Options of `kill()`. */
+export interface KillOptions {
+  /**
+   * How long to wait after the first signal before sending SIGKILL, if the process is still there.
+   * Default 3000 ms when no signal is named (SIGTERM first); with a named signal there is no SIGKILL
+   * unless this is given. 0 sends SIGKILL right after the first signal.
+   */
+  graceMs?: number | undefined;
+}
+
 /** A background process. */
 export interface SandboxProcess {
   readonly pid: number;
@@ -72,7 +84,12 @@ export interface SandboxProcess {
   readonly stderr: AsyncIterable<string>;
   /** Resolves with the exit when the process ends. */
   wait(): Promise<{ exitCode: number; signal?: string | undefined }>;
-  kill(signal?: string): Promise<void>;
+  /**
+   * Signals the process and its whole tree: without a signal SIGTERM, then SIGKILL after
+   * `options.graceMs` (default 3000 ms) if it is still there; with a signal only that one (unless
+   * `graceMs` is given). Resolves once the process ended or the last signal was sent.
+   */
+  kill(signal?: string, options?: KillOptions): Promise<void>;
   writeStdin(data: string | Uint8Array): Promise<void>;
   closeStdin(): Promise<void>;
 }
@@ -90,8 +107,20 @@ export interface CommandsApi {
   list(): Promise<ProcessInfo[]>;
   /** Re-attaches to a background process, also from another client or OS process (`background`). */
   connect(pid: number): Promise<SandboxProcess>;
-  /** Signals a process and its whole tree (`killProcess`). */
-  kill(pid: number, signal?: string): Promise<void>;
+  /**
+   * Signals a process and its whole tree (`killProcess`): without a signal SIGTERM, then SIGKILL after
+   * `options.graceMs` (default 3000 ms) if it is still running; with a signal only that one (unless
+   * `graceMs` is given).
+   */
+  kill(pid: number, signal?: string, options?: KillOptions): Promise<void>;
+}
+
+/** One file for `files.writeMany`. */
+export interface FileToWrite {
+  path: string;
+  data: string | Uint8Array | ReadableStream<Uint8Array>;
+  /** Permission bits, e.g. `0o755`. */
+  mode?: number | undefined;
 }
 
 /** `sandbox.files`: always present, emulated over exec where the provider has no file API. */
@@ -102,6 +131,12 @@ export interface FilesApi {
     data: string | Uint8Array | ReadableStream<Uint8Array>,
     options?: { mode?: number | undefined },
   ): Promise<void>;
+  /**
+   * Writes many files in one call, one after another, each streamed like `write` (parent directories
+   * created). Takes an array or any (async) iterable of `{ path, data, mode? }`, so files can be produced
+   * as they are written; a failure names the file and how many were written before it.
+   */
+  writeMany(files: Iterable<FileToWrite> | AsyncIterable<FileToWrite>): Promise<void>;
   /** Reads a file; `NotFound` when missing. */
   read(path: string): Promise<Uint8Array>;
   /** Reads a file as UTF-8. */
@@ -123,13 +158,19 @@ export interface FilesApi {
   ): Promise<{ close(): Promise<void> }>;
 }
 
-/** `sandbox.ports` (`exposePort`). */
+/**
+ * `sandbox.ports` (`exposePort`) of a sandbox whose provider is not known more precisely. `unexpose` is
+ * there only where the provider has it, `fetch` only where `proxiedFetch` is supported: undefined
+ * otherwise, at runtime and in the type (a sandbox of a known provider has them typed exactly, see
+ * `PortsApiOf`).
+ */
 export interface PortsApi {
   expose(port: number, options?: { private?: boolean | undefined }): Promise<PortInfo>;
   list(): Promise<PortInfo[]>;
-  unexpose(port: number): Promise<void>;
+  /** Stops exposing a port, where the provider can. */
+  readonly unexpose?: PortUnexpose | undefined;
   /** Fetches from a port through the provider (`proxiedFetch`). */
-  fetch(port: number, path: string, init?: RequestInit): Promise<Response>;
+  readonly fetch?: PortFetch | undefined;
 }
 
 /** `sandbox.snapshots` (`snapshot`). */
@@ -191,6 +232,8 @@ export interface SandboxInfo {
   expiresAt?: Date | undefined;
   /** The provider's own description. */
   raw: unknown;
+  /** Set by `list()` when part of this sandbox could not be read: what is missing, and why. */
+  partial?: PartialInfo | undefined;
 }
 
 /** Which gated namespace each capability opens. */
@@ -222,9 +265,14 @@ export type Gate<TLevel extends CapabilityLevel, TApi> = [TLevel] extends ["unsu
     ? TApi | undefined
     : TApi;
 
-/** The gated namespaces of a sandbox with capability map `TCaps`. */
-export type GatedApis<TCaps extends CapabilityMap> = {
-  readonly [K in keyof GatedNamespaces]: Gate<TCaps[NamespaceCapability[K]], GatedNamespaces[K]>;
+/**
+ * The gated namespaces of a sandbox with capability map `TCaps`; `ports` is gated method by method too
+ * (`PortsApiOf`), by the map and by what the provider's type says of its methods (`TMethods`).
+ */
+export type GatedApis<TCaps extends CapabilityMap, TMethods extends KnownMethods = UnknownMethods> = {
+  readonly [K in keyof GatedNamespaces]: K extends "ports"
+    ? Gate<TCaps["exposePort"], PortsApiOf<TCaps, TMethods>>
+    : Gate<TCaps[NamespaceCapability[K]], GatedNamespaces[K]>;
 };
 
 /** The namespace opened by capability `C`, if any. */
@@ -232,11 +280,20 @@ export type NamespaceOf<C extends CapabilityName> = {
   [K in keyof NamespaceCapability]: NamespaceCapability[K] extends C ? K : never;
 }[keyof NamespaceCapability];
 
-/** A sandbox: one API whatever the provider. Gated namespaces are typed by the provider's capability map. */
-export type Sandbox<TCaps extends CapabilityMap = CapabilityMap> = SandboxBase<TCaps> & GatedApis<TCaps>;
+/**
+ * A sandbox: one API whatever the provider. Gated namespaces are typed by the provider's capability map,
+ * and `ports` method by method by what the provider's type says of its optional methods (`TMethods`).
+ */
+export type Sandbox<
+  TCaps extends CapabilityMap = CapabilityMap,
+  TMethods extends KnownMethods = UnknownMethods,
+> = SandboxBase<TCaps> & GatedApis<TCaps, TMethods>;
 
-/** The always-present part of a sandbox. */
-export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> {
+/**
+ * The always-present part of a sandbox. `await using sandbox = await client.create()` destroys it when the
+ * block ends (`Symbol.asyncDispose` calls `destroy()`).
+ */
+export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> extends AsyncDisposable {
   /** `"<provider>:<native id>"`, accepted by `client.connect`. */
   readonly id: string;
   readonly provider: string;
@@ -252,6 +309,8 @@ export interface SandboxBase<TCaps extends CapabilityMap = CapabilityMap> {
   resume(): Promise<void>;
   /** Destroys the sandbox; calling it again is harmless. */
   destroy(): Promise<void>;
+  /** Destroys the sandbox: what `await using` calls at the end of its block. */
+  [Symbol.asyncDispose](): Promise<void>;
   metrics(): Promise<SandboxMetrics>;
   /** The native SDK object, as an escape hatch. */
   raw(): unknown;

@@ -1,5 +1,7 @@
 import type { CapabilityFlags } from "../capabilities/capability-flags.js";
 import type { CapabilityMap } from "../capabilities/capability-names.js";
+import type { SandboxErrorCode } from "../errors/error-codes.js";
+import type { SandboxError } from "../errors/sandbox-error.js";
 import type { DirEntry, FileInfo, WatchEvent } from "./files-types.js";
 import type { EgressPolicy, ListFilter, SandboxSpec, SandboxState, SpecField } from "./sandbox-spec.js";
 
@@ -8,7 +10,7 @@ import type { EgressPolicy, ListFilter, SandboxSpec, SandboxState, SpecField } f
  * `id` is the provider's native id (without the `"<provider>:"` prefix); `native` is whatever the driver
  * wants to keep (a container object, an SDK instance) and is what `sandbox.raw()` returns.
  */
-export interface DriverSandbox<TNative = unknown> {
+export interface DriverSandboxV1<TNative = unknown> {
   readonly id: string;
   readonly native: TNative;
   /**
@@ -20,12 +22,12 @@ export interface DriverSandbox<TNative = unknown> {
 }
 
 /** Passed to every driver call: abort it when `signal` fires, and reject with an `Aborted`/`Timeout` error. */
-export interface DriverCallOptions {
+export interface DriverCallOptionsV1 {
   readonly signal: AbortSignal;
 }
 
 /** What a driver reports about a sandbox. */
-export interface DriverSandboxInfo {
+export interface DriverSandboxInfoV1 {
   /** Native id. */
   id: string;
   /** Live state, read from the provider at the time of the call. */
@@ -36,14 +38,29 @@ export interface DriverSandboxInfo {
   expiresAt?: Date | undefined;
   /** The provider's own description, unmodified. */
   raw?: unknown;
+  /**
+   * Set when part of this sandbox's description could not be read (a listing goes on without it rather
+   * than failing as a whole): the fields left out or unsure, and why.
+   */
+  partial?: PartialInfo | undefined;
+}
+
+/** What a listing could not read about one sandbox. */
+export interface PartialInfo {
+  /** The fields that are missing or may be wrong, e.g. `["expiresAt"]`. */
+  readonly fields: readonly string[];
+  /** The error code of the failed read (`Timeout`, `Provider`...). */
+  readonly code: SandboxErrorCode;
+  /** Why, in words. */
+  readonly reason: string;
 }
 
 /** A command: a shell snippet run by `sh -c`, or argv executed without a shell. */
-export type DriverCommand = { readonly shell: string } | { readonly argv: readonly string[] };
+export type DriverCommandV1 = { readonly shell: string } | { readonly argv: readonly string[] };
 
 /** One exec call as the core hands it to a driver. */
-export interface DriverExecRequest extends DriverCallOptions {
-  readonly command: DriverCommand;
+export interface DriverExecRequestV1 extends DriverCallOptionsV1 {
+  readonly command: DriverCommandV1;
   /** Only set when `flags.perCommandEnvCwd` is true; otherwise the core put it into the command (E1). */
   readonly cwd?: string | undefined;
   /** Only set when `flags.perCommandEnvCwd` is true; keys are already validated. */
@@ -55,29 +72,29 @@ export interface DriverExecRequest extends DriverCallOptions {
 }
 
 /** Output callbacks of a streaming exec; chunks are raw bytes (or text where the provider only has text). */
-export interface DriverOutputCallbacks {
+export interface DriverOutputCallbacksV1 {
   onStdout(chunk: Uint8Array | string): void;
   onStderr(chunk: Uint8Array | string): void;
 }
 
 /** How a command ended. `exitCode` is omitted only by providers with `flags.exitCodeNative: false`. */
-export interface DriverExit {
+export interface DriverExitV1 {
   exitCode?: number | undefined;
   /** Name of the signal that ended the command, e.g. `"SIGKILL"`. */
   signal?: string | undefined;
 }
 
 /** The result of the buffered exec primitive. */
-export interface DriverExecResult extends DriverExit {
+export interface DriverExecResultV1 extends DriverExitV1 {
   stdout: Uint8Array | string;
   stderr: Uint8Array | string;
 }
 
 /** A background process started or re-attached by the driver. */
-export interface DriverProcess {
+export interface DriverProcessV1 {
   readonly pid: number;
   /** Resolves when the process ends. */
-  wait(): Promise<DriverExit>;
+  wait(): Promise<DriverExitV1>;
   /** Signals the process and its whole tree. */
   kill(signal?: string): Promise<void>;
   /** Writes to stdin (requires the `stdin` capability). */
@@ -95,16 +112,16 @@ export interface ProcessInfo {
 }
 
 /** An interactive terminal. */
-export interface DriverPty {
+export interface DriverPtyV1 {
   readonly pid: number;
   write(data: Uint8Array | string): Promise<void>;
   resize(cols: number, rows: number): Promise<void>;
   kill(): Promise<void>;
-  wait(): Promise<DriverExit>;
+  wait(): Promise<DriverExitV1>;
 }
 
 /** Options for opening a pty. */
-export interface DriverPtyRequest extends DriverCallOptions {
+export interface DriverPtyRequestV1 extends DriverCallOptionsV1 {
   readonly cols: number;
   readonly rows: number;
   readonly cwd?: string | undefined;
@@ -162,160 +179,189 @@ export interface SandboxMetrics {
  * Required: `doCreate`, `doConnect`, `doDestroy`, `doGetInfo`, `doExec`. Everything else is optional; a
  * capability declared `native` must have its methods (the conformance `manifest` case checks this).
  */
-export interface ProviderDriver<TNative = unknown> {
+export interface ProviderDriverV1<TNative = unknown> {
   /** Creates a sandbox and returns once it can run commands. */
-  doCreate(spec: SandboxSpec, options: DriverCallOptions): Promise<DriverSandbox<TNative>>;
+  doCreate(spec: SandboxSpec, options: DriverCallOptionsV1): Promise<DriverSandboxV1<TNative>>;
   /** Attaches to an existing sandbox; throws `NotFound` when there is none with that native id. */
-  doConnect(id: string, options: DriverCallOptions): Promise<DriverSandbox<TNative>>;
+  doConnect(id: string, options: DriverCallOptionsV1): Promise<DriverSandboxV1<TNative>>;
   /** Destroys the sandbox; resolves (does not throw) when it is already gone. */
-  doDestroy(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<void>;
+  doDestroy(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<void>;
   /** Reads live state. */
-  doGetInfo(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<DriverSandboxInfo>;
+  doGetInfo(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<DriverSandboxInfoV1>;
   /** The one required exec primitive: run to completion, return buffered output. */
-  doExec(sandbox: DriverSandbox<TNative>, request: DriverExecRequest): Promise<DriverExecResult>;
+  doExec(sandbox: DriverSandboxV1<TNative>, request: DriverExecRequestV1): Promise<DriverExecResultV1>;
 
   // exec (streaming, background, killProcess, stdin)
   /** `streaming`: calls back with output chunks as they are produced. */
   doExecStream?(
-    sandbox: DriverSandbox<TNative>,
-    request: DriverExecRequest & DriverOutputCallbacks,
-  ): Promise<DriverExit>;
+    sandbox: DriverSandboxV1<TNative>,
+    request: DriverExecRequestV1 & DriverOutputCallbacksV1,
+  ): Promise<DriverExitV1>;
   /** `background`: starts a detached process that survives the caller. */
   doSpawn?(
-    sandbox: DriverSandbox<TNative>,
-    request: DriverExecRequest & DriverOutputCallbacks,
-  ): Promise<DriverProcess>;
+    sandbox: DriverSandboxV1<TNative>,
+    request: DriverExecRequestV1 & DriverOutputCallbacksV1,
+  ): Promise<DriverProcessV1>;
   /** `background`: lists processes started with `doSpawn`. */
-  doListProcesses?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<ProcessInfo[]>;
+  doListProcesses?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<ProcessInfo[]>;
   /** `background`: re-attaches to a spawned process; replays retained output first. */
   doConnectProcess?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     pid: number,
-    request: DriverCallOptions & DriverOutputCallbacks,
-  ): Promise<DriverProcess>;
+    request: DriverCallOptionsV1 & DriverOutputCallbacksV1,
+  ): Promise<DriverProcessV1>;
   /** `killProcess`: signals a process and its whole tree. */
   doKillProcess?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     pid: number,
     signal: string,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<void>;
   /** `pty`. */
-  doCreatePty?(sandbox: DriverSandbox<TNative>, request: DriverPtyRequest): Promise<DriverPty>;
+  doCreatePty?(sandbox: DriverSandboxV1<TNative>, request: DriverPtyRequestV1): Promise<DriverPtyV1>;
 
   // files (each emulated over exec when absent)
-  doReadFile?(sandbox: DriverSandbox<TNative>, path: string, options: DriverCallOptions): Promise<Uint8Array>;
+  //
+  // Every path a file method receives is absolute and normalised: the core resolves a relative path against
+  // the sandbox's working directory (the declared `workdir`, else what `pwd` prints there), collapses
+  // repeated slashes, drops `.` components and trailing slashes, and resolves `..` lexically (as
+  // `resolveSandboxPath` does). A provider never resolves paths itself. A path that does not exist rejects
+  // with `NotFound` (for `doMkdir`: a missing parent without `recursive`; for `doRename`: a missing source);
+  // every other failure (not a directory, permission, no space) rejects with its own code, never `NotFound`.
+  /** Reads a whole regular file, following symlinks; a directory is `Validation`. */
+  doReadFile?(
+    sandbox: DriverSandboxV1<TNative>,
+    path: string,
+    options: DriverCallOptionsV1,
+  ): Promise<Uint8Array>;
+  /**
+   * Writes a whole file, creating missing parent directories; an existing file is replaced and keeps its
+   * permission bits unless `mode` is given. Writing onto a directory is `Validation`.
+   */
   doWriteFile?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
     data: Uint8Array,
-    options: DriverCallOptions & { mode?: number | undefined },
+    options: DriverCallOptionsV1 & { mode?: number | undefined },
   ): Promise<void>;
   /** `filesUpload`: streamed download. */
   doReadFileStream?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<ReadableStream<Uint8Array>>;
   /** `filesUpload`: streamed upload. */
   doWriteFileStream?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
     data: ReadableStream<Uint8Array>,
-    options: DriverCallOptions & { mode?: number | undefined },
+    options: DriverCallOptionsV1 & { mode?: number | undefined },
   ): Promise<void>;
+  /** One level of a directory, without `.` and `..`; symlinks are reported as symlinks, never followed. */
   doListFiles?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<DirEntry[]>;
-  doStat?(sandbox: DriverSandbox<TNative>, path: string, options: DriverCallOptions): Promise<FileInfo>;
+  /** Metadata of one path, of a symlink itself rather than its target. */
+  doStat?(sandbox: DriverSandboxV1<TNative>, path: string, options: DriverCallOptionsV1): Promise<FileInfo>;
+  /** Creates a directory; without `recursive` an existing one is `Conflict` and a missing parent `NotFound`. */
   doMkdir?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
-    options: DriverCallOptions & { recursive: boolean },
+    options: DriverCallOptionsV1 & { recursive: boolean },
   ): Promise<void>;
+  /** Removes a file, symlink or directory; a non-empty directory without `recursive` is `Conflict`. */
   doRemove?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
-    options: DriverCallOptions & { recursive: boolean },
+    options: DriverCallOptionsV1 & { recursive: boolean },
   ): Promise<void>;
+  /** Moves `from` to `to` (both absolute), replacing a file at `to`. */
   doRename?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     from: string,
     to: string,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<void>;
   /** `filesWatch`. */
   doWatch?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     path: string,
-    options: DriverCallOptions & { recursive: boolean; onEvent(event: WatchEvent): void },
+    options: DriverCallOptionsV1 & { recursive: boolean; onEvent(event: WatchEvent): void },
   ): Promise<{ close(): Promise<void> }>;
 
   // lifecycle
   /** `list`: the core applies the filter again, so a provider may filter coarsely. */
-  doList?(filter: ListFilter, options: DriverCallOptions): AsyncIterable<DriverSandboxInfo>;
+  doList?(filter: ListFilter, options: DriverCallOptionsV1): AsyncIterable<DriverSandboxInfoV1>;
   /** `stop`. */
-  doStop?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<void>;
+  doStop?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<void>;
   /** `pause`. */
-  doPause?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<void>;
+  doPause?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<void>;
   /** `stop` / `pause`: brings a stopped or paused sandbox back. */
-  doResume?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<void>;
+  doResume?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<void>;
   /** `setTimeout`. */
-  doSetTimeout?(sandbox: DriverSandbox<TNative>, ttlMs: number, options: DriverCallOptions): Promise<void>;
+  doSetTimeout?(
+    sandbox: DriverSandboxV1<TNative>,
+    ttlMs: number,
+    options: DriverCallOptionsV1,
+  ): Promise<void>;
   /** `metrics`. */
-  doMetrics?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<SandboxMetrics>;
+  doMetrics?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<SandboxMetrics>;
 
   // network
   /** `exposePort` (`privatePreview` when `private` is honoured). */
   doExposePort?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     port: number,
-    options: DriverCallOptions & { private: boolean },
+    options: DriverCallOptionsV1 & { private: boolean },
   ): Promise<PortInfo>;
-  doListPorts?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<PortInfo[]>;
-  doUnexposePort?(sandbox: DriverSandbox<TNative>, port: number, options: DriverCallOptions): Promise<void>;
+  doListPorts?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<PortInfo[]>;
+  doUnexposePort?(
+    sandbox: DriverSandboxV1<TNative>,
+    port: number,
+    options: DriverCallOptionsV1,
+  ): Promise<void>;
   /** `proxiedFetch`. */
-  doFetchPort?(sandbox: DriverSandbox<TNative>, port: number, request: Request): Promise<Response>;
+  doFetchPort?(sandbox: DriverSandboxV1<TNative>, port: number, request: Request): Promise<Response>;
   /** `egressControl`. */
   doSetEgress?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     policy: EgressPolicy,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<void>;
   /** `ssh`. */
-  doGetSshAccess?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<SshAccess>;
+  doGetSshAccess?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<SshAccess>;
 
   // state
   /** `snapshot`. */
   doCreateSnapshot?(
-    sandbox: DriverSandbox<TNative>,
-    options: DriverCallOptions & { name?: string | undefined },
+    sandbox: DriverSandboxV1<TNative>,
+    options: DriverCallOptionsV1 & { name?: string | undefined },
   ): Promise<SnapshotRef>;
   doRestoreSnapshot?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     ref: SnapshotRef,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<void>;
-  doListSnapshots?(sandbox: DriverSandbox<TNative>, options: DriverCallOptions): Promise<SnapshotRef[]>;
+  doListSnapshots?(sandbox: DriverSandboxV1<TNative>, options: DriverCallOptionsV1): Promise<SnapshotRef[]>;
   doDeleteSnapshot?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     ref: SnapshotRef,
-    options: DriverCallOptions,
+    options: DriverCallOptionsV1,
   ): Promise<void>;
   /** `fork`: independent copies of a running sandbox. */
   doFork?(
-    sandbox: DriverSandbox<TNative>,
-    options: DriverCallOptions & { count: number },
-  ): Promise<DriverSandbox<TNative>[]>;
+    sandbox: DriverSandboxV1<TNative>,
+    options: DriverCallOptionsV1 & { count: number },
+  ): Promise<DriverSandboxV1<TNative>[]>;
 
   // code
   /** `codeInterpreter` (`statefulKernel` when `context` keeps state). */
   doRunCode?(
-    sandbox: DriverSandbox<TNative>,
+    sandbox: DriverSandboxV1<TNative>,
     code: string,
-    options: DriverCallOptions & { language?: string | undefined; context?: string | undefined },
+    options: DriverCallOptionsV1 & { language?: string | undefined; context?: string | undefined },
   ): Promise<CodeRunResult>;
 
   /** Releases clients, sockets, timers. Called by `client.dispose()`. */
@@ -323,7 +369,7 @@ export interface ProviderDriver<TNative = unknown> {
 }
 
 /** The declaration part of a provider. */
-export interface ProviderDeclaration<TCaps extends CapabilityMap = CapabilityMap> {
+export interface ProviderDeclarationV1<TCaps extends CapabilityMap = CapabilityMap> {
   /** The specification version this provider implements. */
   readonly specificationVersion: "v1";
   /** Short lowercase name, used as the id prefix: `"docker"` gives ids like `"docker:3f2a..."`. */
@@ -338,10 +384,69 @@ export interface ProviderDeclaration<TCaps extends CapabilityMap = CapabilityMap
   readonly workdir?: string | undefined;
   /** Where the core's emulations keep their state inside the sandbox (default `/tmp/.sbox`). */
   readonly emulationStateDir?: string | undefined;
+  /**
+   * Credentials the provider holds: API keys, tokens, passwords in URLs, signatures of signed URLs. The core
+   * removes every one of them from every error that leaves the SDK (message, stack and the whole cause
+   * chain). A function, so that credentials the provider learns later (a per-sandbox token) count too.
+   */
+  readonly secrets?: (() => readonly (string | undefined)[]) | undefined;
+  /**
+   * Maps what the provider's SDK or API throws onto the taxonomy. Return `undefined` to leave the decision to
+   * the core's default mapping (abort and timeout errors, errno codes, HTTP statuses). `defineProvider`
+   * applies it, with the secrets and the provider's name, to every driver method, so no driver method wraps
+   * errors by hand.
+   */
+  readonly mapError?:
+    | ((error: unknown, context: ProviderErrorContext) => SandboxError | undefined)
+    | undefined;
+}
+
+/** What {@link ProviderDeclarationV1.mapError} is told about the failed call. */
+export interface ProviderErrorContext {
+  /** The driver method that failed, e.g. `"doReadFile"`. */
+  readonly method: keyof ProviderDriverV1;
+  /** What was being done, as error messages name it, e.g. `"files.read /etc/hosts"`. */
+  readonly operation: string;
+  /** The native id of the sandbox the call was about, when it was about one. */
+  readonly sandboxId?: string | undefined;
 }
 
 /** A provider: its declaration plus its driver methods. Build one with `defineProvider`. */
+export type SandboxProviderV1<
+  TCaps extends CapabilityMap = CapabilityMap,
+  TNative = unknown,
+> = ProviderDeclarationV1<TCaps> & ProviderDriverV1<TNative>;
+
+// The names without a version are the current version; they stay valid when a later version is added.
+
+/** The current version of {@link DriverSandboxV1}. */
+export type DriverSandbox<TNative = unknown> = DriverSandboxV1<TNative>;
+/** The current version of {@link DriverCallOptionsV1}. */
+export type DriverCallOptions = DriverCallOptionsV1;
+/** The current version of {@link DriverSandboxInfoV1}. */
+export type DriverSandboxInfo = DriverSandboxInfoV1;
+/** The current version of {@link DriverCommandV1}. */
+export type DriverCommand = DriverCommandV1;
+/** The current version of {@link DriverExecRequestV1}. */
+export type DriverExecRequest = DriverExecRequestV1;
+/** The current version of {@link DriverOutputCallbacksV1}. */
+export type DriverOutputCallbacks = DriverOutputCallbacksV1;
+/** The current version of {@link DriverExitV1}. */
+export type DriverExit = DriverExitV1;
+/** The current version of {@link DriverExecResultV1}. */
+export type DriverExecResult = DriverExecResultV1;
+/** The current version of {@link DriverProcessV1}. */
+export type DriverProcess = DriverProcessV1;
+/** The current version of {@link DriverPtyV1}. */
+export type DriverPty = DriverPtyV1;
+/** The current version of {@link DriverPtyRequestV1}. */
+export type DriverPtyRequest = DriverPtyRequestV1;
+/** The current version of {@link ProviderDriverV1}. */
+export type ProviderDriver<TNative = unknown> = ProviderDriverV1<TNative>;
+/** The current version of {@link ProviderDeclarationV1}. */
+export type ProviderDeclaration<TCaps extends CapabilityMap = CapabilityMap> = ProviderDeclarationV1<TCaps>;
+/** The current version of {@link SandboxProviderV1}. */
 export type SandboxProvider<
   TCaps extends CapabilityMap = CapabilityMap,
   TNative = unknown,
-> = ProviderDeclaration<TCaps> & ProviderDriver<TNative>;
+> = SandboxProviderV1<TCaps, TNative>;

@@ -42,15 +42,6 @@ function queryList(url: URL, name: string): string[] | undefined {
   return values.flatMap((value) => value.split(",")).filter((value) => value !== "");
 }
 
-function stringRecord(value: unknown, field: string): Record<string, string> | string {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== "object" || Array.isArray(value)) return `${field} must be an object of strings`;
-  for (const [key, entry] of Object.entries(value)) {
-    if (typeof entry !== "string") return `${field}.${key} must be a string`;
-  }
-  return value as Record<string, string>;
-}
-
 function timeoutSeconds(value: unknown, fallback: number): number | string {
   if (value === undefined || value === null) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
@@ -70,20 +61,18 @@ function pageOffset(token: string | null): number | undefined {
   return Number.isInteger(offset) && offset >= 0 ? offset : undefined;
 }
 
-function page<T>(
-  res: ServerResponse,
-  url: URL,
-  items: T[],
-  map: (item: T) => unknown,
-  maxLimit = 100,
-): void {
+function page<T>(res: ServerResponse, url: URL, items: T[], map: (item: T) => unknown, maxLimit = 100): void {
   const limitRaw = url.searchParams.get("limit");
   const limit = limitRaw === null ? maxLimit : Number(limitRaw);
   if (!Number.isInteger(limit) || limit < 1 || limit > maxLimit) {
-    return error(res, 400, `limit must be an integer from 1 to ${maxLimit}`);
+    error(res, 400, `limit must be an integer from 1 to ${maxLimit}`);
+    return;
   }
   const offset = pageOffset(url.searchParams.get("nextToken"));
-  if (offset === undefined) return error(res, 400, "invalid nextToken");
+  if (offset === undefined) {
+    error(res, 400, "invalid nextToken");
+    return;
+  }
   const slice = items.slice(offset, offset + limit);
   const headers: Record<string, string> = {};
   if (offset + limit < items.length) headers["X-Next-Token"] = pageToken(offset + limit);
@@ -137,7 +126,11 @@ export async function serveControlPlane(
   const key = req.headers["x-api-key"];
   if (key !== state.apiKey) {
     req.resume();
-    return error(res, 401, "Invalid API key, please visit https://e2b.dev/docs/api-key for more information.");
+    return error(
+      res,
+      401,
+      "Invalid API key, please visit https://e2b.dev/docs/api-key for more information.",
+    );
   }
   const body = method === "GET" || method === "DELETE" ? {} : await readJsonObject(req, 1024 * 1024);
   if (body === undefined) return error(res, 400, "request body must be a JSON object");
@@ -148,13 +141,15 @@ export async function serveControlPlane(
     case "POST /sandboxes":
     case "POST /v2/sandboxes": {
       const created = await state.createSandbox(body);
-      if (typeof created === "object" && "status" in created) return error(res, created.status, created.message);
+      if (typeof created === "object" && "status" in created)
+        return error(res, created.status, created.message);
       return sendJsonResponse(res, 201, created.connection(domain));
     }
     case "GET /sandboxes":
     case "GET /v2/sandboxes": {
       const metadata = parseMetadataQuery(url.searchParams.get("metadata"));
-      const states = queryList(url, "state") ?? (route === "GET /sandboxes" ? ["running"] : ["running", "paused"]);
+      const states =
+        queryList(url, "state") ?? (route === "GET /sandboxes" ? ["running"] : ["running", "paused"]);
       const unknownState = states.find((s) => s !== "running" && s !== "paused");
       if (unknownState) return error(res, 400, `invalid state ${JSON.stringify(unknownState)}`);
       const startedAfterRaw = url.searchParams.get("startedAfter");
@@ -256,13 +251,17 @@ export async function serveControlPlane(
       const end = url.searchParams.get("end");
       const startS = start === null ? undefined : Number(start);
       const endS = end === null ? undefined : Number(end);
-      if ((startS !== undefined && !Number.isInteger(startS)) || (endS !== undefined && !Number.isInteger(endS))) {
+      if (
+        (startS !== undefined && !Number.isInteger(startS)) ||
+        (endS !== undefined && !Number.isInteger(endS))
+      ) {
         return error(res, 400, "start and end must be Unix timestamps in seconds");
       }
       if (sandbox.state === "running") await state.sampleMetrics(sandbox);
       const samples = sandbox.metrics.filter(
         (m) =>
-          (startS === undefined || m.timestampUnix >= startS) && (endS === undefined || m.timestampUnix <= endS),
+          (startS === undefined || m.timestampUnix >= startS) &&
+          (endS === undefined || m.timestampUnix <= endS),
       );
       return sendJsonResponse(res, 200, samples);
     }
@@ -294,7 +293,10 @@ export async function serveControlPlane(
     }
     case "POST /sandboxes/{id}/snapshots": {
       if (!sandbox) return notFound(res, id!);
-      if (body.name !== undefined && (typeof body.name !== "string" || !/^[a-z0-9][a-z0-9._-]*$/i.test(body.name))) {
+      if (
+        body.name !== undefined &&
+        (typeof body.name !== "string" || !/^[a-z0-9][a-z0-9._-]*$/i.test(body.name))
+      ) {
         return error(res, 400, "name must be letters, digits, '.', '_' and '-'");
       }
       const snapshot = await state.snapshotSandbox(sandbox, body.name as string | undefined);
@@ -311,7 +313,10 @@ export async function serveControlPlane(
         .all()
         .filter((t) => t.snapshot)
         .filter((t) => !sandboxID || t.sourceSandboxID === sandboxID)
-        .filter((t) => !name || t.aliases.includes(name) || t.names.some((n) => n === name || n.startsWith(`${name}:`)))
+        .filter(
+          (t) =>
+            !name || t.aliases.includes(name) || t.names.some((n) => n === name || n.startsWith(`${name}:`)),
+        )
         .reverse();
       return page(res, url, snapshots, (t) => ({ snapshotID: E2BTemplates.snapshotIdOf(t), names: t.names }));
     }
@@ -342,12 +347,20 @@ export async function serveControlPlane(
     case "GET /v2/sandboxes/{id}/logs":
       if (!sandbox) return notFound(res, id!);
       // envd's own logs are not emulated; an empty answer is what a quiet sandbox gives.
-      return sendJsonResponse(res, 200, route.startsWith("GET /v2") ? { logs: [] } : { logs: [], logEntries: [] });
+      return sendJsonResponse(
+        res,
+        200,
+        route.startsWith("GET /v2") ? { logs: [] } : { logs: [], logEntries: [] },
+      );
     case "GET /teams":
       return sendJsonResponse(res, 200, [
         { teamID: "emulator-team", name: "emulator", apiKey: "", isDefault: true },
       ]);
     default:
-      return error(res, 404, `no route ${method} ${url.pathname} in this emulator (E2B has routes this emulator does not implement: template builds, volumes, secrets, teams administration)`);
+      return error(
+        res,
+        404,
+        `no route ${method} ${url.pathname} in this emulator (E2B has routes this emulator does not implement: template builds, volumes, secrets, teams administration)`,
+      );
   }
 }

@@ -5,6 +5,7 @@
  * backend (provider-local by default, Docker on request), laid out as E2B's base template.
  */
 import { randomBytes } from "node:crypto";
+import type { AnyCapabilities, EgressPolicy, Sandbox } from "@sbox/core";
 import { type EmulatorBackendInput, openBackend } from "../backend.js";
 import { type EmulatorClock, systemClock } from "../clock.js";
 import {
@@ -16,9 +17,10 @@ import {
   startHttpServer,
 } from "../http-server.js";
 import { serveControlPlane } from "./e2b-control-plane.js";
-import { serveSandboxTraffic } from "./e2b-sandbox-traffic.js";
+import type { E2BNetworkConfig } from "./e2b-network.js";
+import { portUrlPath, serveSandboxTraffic } from "./e2b-sandbox-traffic.js";
 import { E2BEmulatorState } from "./e2b-state.js";
-import { E2BTemplates } from "./e2b-templates.js";
+import { type E2BExtraTemplates, E2BTemplates } from "./e2b-templates.js";
 
 /**
  * The envd version the emulator reports: envd's own version at e2b-dev/infra@54693ff (0.6.13), newer than
@@ -50,8 +52,8 @@ export interface E2BEmulatorOptions {
   clock?: EmulatorClock | undefined;
   /** Faults injected from the start (more can be added through `faults`). */
   faults?: readonly FaultRule[] | undefined;
-  /** Extra template names and the backend template (image) each one maps to. */
-  templates?: Readonly<Record<string, string>> | undefined;
+  /** More template names: a list (each on the backend's default image) or names mapped to backend templates. */
+  templates?: E2BExtraTemplates | undefined;
   /** The envd version reported to clients (default {@link E2B_EMULATED_ENVD_VERSION}). */
   envdVersion?: string | undefined;
 }
@@ -74,8 +76,30 @@ export interface E2BEmulator {
   readonly log: readonly RequestLogEntry[];
   /** Ids of the sandboxes alive now. */
   sandboxIds(): string[];
+  /**
+   * A URL of `port` of a sandbox that any HTTP client on this machine can fetch (no DNS, no TLS): the
+   * sandbox server answers it as E2B's proxy answers `https://<port>-<id>.<domain>`. Browsers and curl
+   * also reach `http://<port>-<id>.e2b.localhost:<sandbox port>` (`*.localhost` is loopback to them).
+   */
+  portUrl(sandboxId: string, port: number): string;
+  /** What the emulator knows of a live sandbox (for tests that check what a client asked for). */
+  sandboxRecord(id: string): E2BSandboxRecord | undefined;
   /** Kills every sandbox, deletes snapshots, stops listening. */
   close(): Promise<void>;
+}
+
+/** A read-only view of one emulated sandbox. */
+export interface E2BSandboxRecord {
+  readonly templateID: string;
+  readonly state: "running" | "paused";
+  readonly metadata: Readonly<Record<string, string>>;
+  /** The network configuration as the client gave it. */
+  readonly network: Readonly<E2BNetworkConfig>;
+  /** The egress policy the backend enforces for it. */
+  readonly egress: EgressPolicy;
+  readonly endAt: Date;
+  /** The backend sandbox, to look at its processes and files from inside. */
+  readonly backend: Sandbox<AnyCapabilities>;
 }
 
 function e2bError(status: number, message: string): unknown {
@@ -149,6 +173,20 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
     faults,
     log,
     sandboxIds: () => [...state.sandboxes.keys()],
+    portUrl: (sandboxId, port) => `${sandbox.url}${portUrlPath(sandboxId, port)}`,
+    sandboxRecord(id) {
+      const sandbox = state.sandboxes.get(id);
+      if (!sandbox) return undefined;
+      return {
+        templateID: sandbox.templateID,
+        state: sandbox.state,
+        metadata: sandbox.metadata,
+        network: sandbox.network,
+        egress: sandbox.egress,
+        endAt: sandbox.endAt,
+        backend: sandbox.backend,
+      };
+    },
     close() {
       closing ??= (async () => {
         await Promise.allSettled(servers.map((server) => server.close()));

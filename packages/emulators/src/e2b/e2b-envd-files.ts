@@ -10,9 +10,34 @@ import { posix } from "node:path";
 import { Readable } from "node:stream";
 import { createGunzip, createGzip } from "node:zlib";
 import { ConnectFailure } from "./e2b-connect-protocol.js";
-import { HelperFailure, type E2BMachine } from "./e2b-machine.js";
+import { type E2BMachine, HelperFailure } from "./e2b-machine.js";
 import { expandAndResolve } from "./e2b-paths.js";
 import { checkFileAccess, fileUrlParameters, type SignedOperation } from "./e2b-signatures.js";
+
+const TSPECIALS = '()<>@,;:\\"/[]?=';
+
+/**
+ * Go's `mime.FormatMediaType` for one parameter, as envd sets `Content-Disposition`: a token as is, other
+ * ASCII quoted, anything with control or non-ASCII bytes RFC 2231-encoded (`filename*=utf-8''%C3%BC`).
+ */
+export function formatMediaType(type: string, attribute: string, value: string): string {
+  const bytes = Buffer.from(value, "utf8");
+  const needsEncoding = bytes.some((b) => (b < 0x20 || b > 0x7e) && b !== 0x09);
+  if (needsEncoding) {
+    let encoded = "";
+    for (const b of bytes) {
+      const ch = String.fromCharCode(b);
+      encoded +=
+        b <= 0x20 || b >= 0x7f || ch === "*" || ch === "'" || ch === "%" || TSPECIALS.includes(ch)
+          ? `%${b.toString(16).toUpperCase().padStart(2, "0")}`
+          : ch;
+    }
+    return `${type}; ${attribute}*=utf-8''${encoded}`;
+  }
+  const token = value !== "" && [...value].every((ch) => ch > " " && ch < "\x7f" && !TSPECIALS.includes(ch));
+  if (token) return `${type}; ${attribute}=${value}`;
+  return `${type}; ${attribute}="${value.replace(/["\\]/g, (ch) => `\\${ch}`)}"`;
+}
 
 /** What the files endpoint needs of its sandbox. */
 export interface EnvdFilesHost {
@@ -206,7 +231,11 @@ export async function serveFiles(
     req.resume();
     const status = statusOf(error);
     const message = messageOf(error);
-    return jsonError(res, status, status === 400 && !(error instanceof HelperFailure) ? `error resolving path: ${message}` : message);
+    return jsonError(
+      res,
+      status,
+      status === 400 && !(error instanceof HelperFailure) ? `error resolving path: ${message}` : message,
+    );
   }
   const text = JSON.stringify(written);
   res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });
@@ -254,7 +283,7 @@ async function download(
   const name = posix.basename(path);
   const headers: Record<string, string> = {
     "Content-Type": "application/octet-stream",
-    "Content-Disposition": `inline; filename=${JSON.stringify(name)}`,
+    "Content-Disposition": formatMediaType("inline", "filename", name),
     Vary: "Accept-Encoding",
   };
   if (gzip) headers["Content-Encoding"] = "gzip";

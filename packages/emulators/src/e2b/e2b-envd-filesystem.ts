@@ -50,7 +50,10 @@ export class EnvdFilesystemService {
     const { path } = await this.resolve(message.path, headers);
     const depth = Number(message.depth ?? 0) || 1;
     if (!Number.isInteger(depth) || depth < 1 || depth > 1_000) {
-      throw new ConnectFailure("invalid_argument", `depth must be a positive integer, got ${String(message.depth)}`);
+      throw new ConnectFailure(
+        "invalid_argument",
+        `depth must be a positive integer, got ${String(message.depth)}`,
+      );
     }
     return { entries: await this.host.machine.helper("list", { path, depth }) };
   }

@@ -1,6 +1,6 @@
 /**
  * The part of envd that must act inside the sandbox: a Python 3 program (E2B templates ship python3) run
- * through the backend's exec as `python3 -c <source> <op> <json args>`, so every file operation happens
+ * through the backend's exec as `python3 -c <boot> <op> <json args>` (the source in an environment variable), so every file operation happens
  * in the sandbox's own filesystem with the kernel enforcing its view, never through a host path.
  *
  * It does what envd (e2b-dev/infra, packages/envd) does, as observed from its behaviour, not its code:

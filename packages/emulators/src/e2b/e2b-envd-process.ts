@@ -12,6 +12,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { PtyHandle, SandboxProcess } from "@sbox/core";
 import { ConnectFailure, type ConnectMessage, type ServerStream } from "./e2b-connect-protocol.js";
+import { readSupervisedStderr, SupervisorMarkers } from "./e2b-envd-supervisor.js";
 import { endEventOf } from "./e2b-go-exit.js";
 import type { E2BMachine, E2BUser } from "./e2b-machine.js";
 import { expandAndResolve } from "./e2b-paths.js";
@@ -40,6 +41,12 @@ const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 const DRAIN_GRACE_MS = 1_000;
 
+/** How long a start waits for the supervisor's pid marker before reporting the backend's pid. */
+const START_MARKER_MS = 10_000;
+
+/** How long a terminal's end waits for the supervisor's exit marker to come through. */
+const EXIT_MARKER_MS = 500;
+
 class EnvdProcess {
   readonly subscribers: Set<Subscriber> = new Set();
   end: ConnectMessage | undefined;
@@ -49,7 +56,10 @@ class EnvdProcess {
   outputCancelled = false;
 
   constructor(
+    /** The pid inside the sandbox (what envd reports). */
     readonly pid: number,
+    /** The backend's number for the process (to re-attach to it). */
+    readonly backendPid: number,
     readonly config: ConnectMessage,
     readonly tag: string | undefined,
     readonly process: SandboxProcess | undefined,
@@ -146,7 +156,12 @@ export class EnvdProcessService {
   async start(message: ConnectMessage, stream: ServerStream, headers: IncomingHttpHeaders): Promise<void> {
     const { machine } = this.host;
     const user = await machine.requestUser(headers.authorization);
-    const config = (message.process ?? {}) as { cmd?: unknown; args?: unknown; envs?: unknown; cwd?: unknown };
+    const config = (message.process ?? {}) as {
+      cmd?: unknown;
+      args?: unknown;
+      envs?: unknown;
+      cwd?: unknown;
+    };
     const cmd = typeof config.cmd === "string" ? config.cmd : "";
     if (cmd === "") throw new ConnectFailure("invalid_argument", "process.cmd is required");
     const args = Array.isArray(config.args) ? config.args.map(String) : [];
@@ -173,15 +188,21 @@ export class EnvdProcessService {
       }
       let target: EnvdProcess | undefined;
       const early: Buffer[] = [];
+      const markers = new SupervisorMarkers();
+      const { command, env: startEnv } = machine.commandLineFor(user, [cmd, ...args], {
+        stdin: true,
+        tty: true,
+      });
       const handle = await ptyApi
         .create({
           cols: ptyRequest.size?.cols || 80,
           rows: ptyRequest.size?.rows || 24,
           cwd,
-          env,
-          command: machine.commandLineFor(user, [cmd, ...args], true),
+          env: { ...env, ...startEnv },
+          command,
           onData: (data) => {
-            const chunk = Buffer.from(data);
+            const chunk = Buffer.from(markers.push(Buffer.from(data).toString("latin1")), "latin1");
+            if (chunk.byteLength === 0) return;
             if (target) void target.deliver({ data: { pty: chunk.toString("base64") } });
             else early.push(chunk);
           },
@@ -192,32 +213,66 @@ export class EnvdProcessService {
             `error starting pty with command '${[cmd, ...args].join(" ")}' in dir '${cwd}': ${String(error)}`,
           );
         });
-      proc = new EnvdProcess(handle.pid, config as ConnectMessage, tag, undefined, handle, { value: true });
+      // The pid marker is the supervisor's first write; a terminal that ends first never shows it.
+      const ended: Promise<{ exitCode: number; signal?: string | undefined } | { failed: unknown }> = handle
+        .wait()
+        .catch((error: unknown) => ({ failed: error }));
+      await Promise.race([markers.whenPid(START_MARKER_MS), ended]);
+      proc = new EnvdProcess(
+        markers.pid ?? handle.pid,
+        handle.pid,
+        config as ConnectMessage,
+        tag,
+        undefined,
+        handle,
+        {
+          value: true,
+        },
+      );
       target = proc;
       const ptyProc = proc;
-      void handle.wait().then(
-        (exit) => ptyProc.finish(endEventOf(exit.exitCode, exit.signal)),
-        (error: unknown) => ptyProc.finish({ ...endEventOf(-1, undefined), error: String(error) }),
-      );
+      void ended.then(async (exit) => {
+        if ("failed" in exit) {
+          ptyProc.finish({ ...endEventOf(-1, undefined), error: String(exit.failed) });
+          return;
+        }
+        // The exit marker comes through the terminal, which may deliver it after the end is known.
+        await markers.whenExit(EXIT_MARKER_MS);
+        const end = markers.exit ?? { exitCode: exit.exitCode, signal: exit.signal };
+        ptyProc.finish(endEventOf(end.exitCode, end.signal));
+      });
       this.register(proc);
       await stream.send({ event: { start: { pid: proc.pid } } });
       for (const chunk of early.splice(0)) await proc.deliver({ data: { pty: chunk.toString("base64") } });
     } else {
+      const { argv: startArgv, env: startEnv } = machine.commandFor(user, [cmd, ...args], {
+        stdin: stdinWanted,
+        tty: false,
+      });
       const spawned = await machine.sandbox.commands
-        .spawn(machine.commandFor(user, [cmd, ...args], stdinWanted), { cwd, env })
+        .spawn(startArgv, { cwd, env: { ...env, ...startEnv } })
         .catch((error: unknown) => {
           throw new ConnectFailure(
             "invalid_argument",
             `error starting process '${[cmd, ...args].join(" ")}': ${error instanceof Error ? error.message : String(error)}`,
           );
         });
-      proc = new EnvdProcess(spawned.pid, config as ConnectMessage, tag, spawned, undefined, {
-        value: stdinWanted,
-      });
+      const { markers, rest } = await readSupervisedStderr(spawned.stderr);
+      proc = new EnvdProcess(
+        markers.pid ?? spawned.pid,
+        spawned.pid,
+        config as ConnectMessage,
+        tag,
+        spawned,
+        undefined,
+        {
+          value: stdinWanted,
+        },
+      );
       this.register(proc);
       // Subscribe before any output can be delivered: the start event goes first on this stream.
       await stream.send({ event: { start: { pid: proc.pid } } });
-      this.wireOutput(proc, spawned);
+      this.wireOutput(proc, spawned, { markers, rest });
     }
     const timeout = Number(headers["connect-timeout-ms"] ?? 0);
     if (timeout > 0) {
@@ -240,7 +295,11 @@ export class EnvdProcessService {
    * process itself lives on, so once the sandbox runs again it is re-attached and the output it replays
    * is skipped up to what was already delivered.
    */
-  private wireOutput(proc: EnvdProcess, first: SandboxProcess): void {
+  private wireOutput(
+    proc: EnvdProcess,
+    first: SandboxProcess,
+    firstStderr: { markers: SupervisorMarkers; rest: AsyncIterable<string> },
+  ): void {
     const sent = { stdout: 0, stderr: 0 };
     const forward = (stream: AsyncIterable<string>, kind: "stdout" | "stderr", skip: number) => {
       let skipped = 0;
@@ -258,10 +317,16 @@ export class EnvdProcessService {
     };
     const follow = async (spawned: SandboxProcess, skip: { stdout: number; stderr: number }) => {
       const out = forward(spawned.stdout, "stdout", skip.stdout);
-      const err = forward(spawned.stderr, "stderr", skip.stderr);
+      // A re-attached process replays its output from the start, markers included.
+      const { markers, rest } = spawned === first ? firstStderr : await readSupervisedStderr(spawned.stderr);
+      const err = forward(rest, "stderr", skip.stderr);
       const exit = await spawned.wait();
-      await Promise.race([Promise.all([out, err]), new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS))]);
-      return exit;
+      await Promise.race([
+        Promise.all([out, err]),
+        new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS)),
+      ]);
+      // The supervisor saw how the program ended; the backend may only know "exit 137".
+      return markers.exit ?? { exitCode: exit.exitCode, signal: exit.signal };
     };
     void (async () => {
       let spawned = first;
@@ -273,7 +338,7 @@ export class EnvdProcessService {
         } catch (error) {
           const again = attempt < 5 && !proc.outputCancelled && (await this.host.whenRunning());
           const reattached = again
-            ? await this.host.machine.sandbox.commands.connect(proc.pid).catch(() => undefined)
+            ? await this.host.machine.sandbox.commands.connect(proc.backendPid).catch(() => undefined)
             : undefined;
           if (!reattached) {
             const text = error instanceof Error ? error.message : String(error);

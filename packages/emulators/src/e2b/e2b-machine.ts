@@ -11,8 +11,14 @@
  */
 import type { AnyCapabilities, Sandbox } from "@sbox/core";
 import { SandboxError, shellQuote } from "@sbox/core/spec";
-import { ConnectFailure, type ConnectCode } from "./e2b-connect-protocol.js";
+import { type ConnectCode, ConnectFailure } from "./e2b-connect-protocol.js";
 import { ENVD_HELPER_SOURCE } from "./e2b-envd-helper.js";
+import {
+  SUPERVISOR_BOOT,
+  SUPERVISOR_ENV,
+  SUPERVISOR_SOURCE,
+  SUPERVISOR_SOURCE_ENV,
+} from "./e2b-envd-supervisor.js";
 
 /** A user account of the sandbox, as `/etc/passwd` inside it says. */
 export interface E2BUser {
@@ -28,7 +34,7 @@ export interface E2BMachineLayout {
   readonly defaultUser: string;
   /** True when the helper runs as uid 0 (it can create directories anywhere and chown them). */
   readonly root: boolean;
-  /** True when commands can run as another user than the backend's (uid 0 with `setpriv`). */
+  /** True when commands can run as another user than the backend's (uid 0 allowed to change its ids). */
   readonly canSwitchUser: boolean;
   /** `e2b-base` when `user` exists with its home; `backend` when the backend's own user and workdir are kept. */
   readonly template: "e2b-base" | "backend";
@@ -52,8 +58,12 @@ echo "name=$(id -un 2>/dev/null)"
 echo "pwd=$(pwd)"
 if id -u "$u" >/dev/null 2>&1; then h=$(getent passwd "$u" 2>/dev/null | cut -d: -f6); [ -n "$h" ] && [ -d "$h" ] && echo "e2buser=1"; fi
 command -v python3 >/dev/null 2>&1 && echo "python=1"
-if [ "$(id -u)" = 0 ] && id -u "$u" >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 && setpriv --reuid="$u" --regid="$u" --init-groups true 2>/dev/null; then echo "switch=1"; fi
+if [ "$(id -u)" = 0 ] && id -u "$u" >/dev/null 2>&1 && python3 -c 'import os, pwd, sys; p = pwd.getpwnam(sys.argv[1]); os.initgroups(p.pw_name, p.pw_gid); os.setgid(p.pw_gid); os.setuid(p.pw_uid)' "$u" 2>/dev/null; then echo "switch=1"; fi
 true`;
+
+const HELPER_SOURCE_ENV = "E2B_EMULATOR_HELPER";
+const HELPER_BOOT = `import os; exec(os.environ.pop("${HELPER_SOURCE_ENV}"))`;
+const HELPER_ENV: Readonly<Record<string, string>> = { [HELPER_SOURCE_ENV]: ENVD_HELPER_SOURCE };
 
 /** A helper failure, as the helper reported it. */
 interface HelperError {
@@ -85,7 +95,10 @@ function parseLine(line: string): { ok?: unknown; err?: HelperError } {
   try {
     return JSON.parse(line) as { ok?: unknown; err?: HelperError };
   } catch {
-    throw new ConnectFailure("internal", `the envd helper answered something unreadable: ${line.slice(0, 200)}`);
+    throw new ConnectFailure(
+      "internal",
+      `the envd helper answered something unreadable: ${line.slice(0, 200)}`,
+    );
   }
 }
 
@@ -155,7 +168,10 @@ export class E2BMachine {
       found = this.users.get(name);
     }
     if (!found) {
-      throw new ConnectFailure("unauthenticated", `error looking up user '${name}': user: unknown user ${name}`);
+      throw new ConnectFailure(
+        "unauthenticated",
+        `error looking up user '${name}': user: unknown user ${name}`,
+      );
     }
     return found;
   }
@@ -176,8 +192,9 @@ export class E2BMachine {
     return this.layout.root ? { uid: user.uid, gid: user.gid } : {};
   }
 
+  /** The helper's command; its source travels in the environment, so `ps` inside shows only its operation. */
   private helperArgv(op: string, args: unknown): string[] {
-    return ["python3", "-c", ENVD_HELPER_SOURCE, op, JSON.stringify(args)];
+    return ["python3", "-c", HELPER_BOOT, op, JSON.stringify(args)];
   }
 
   private static failure(exitCode: number, stderr: string, op: string): ConnectFailure {
@@ -191,9 +208,13 @@ export class E2BMachine {
   async helper(
     op: string,
     args: unknown,
-    options: { stdin?: ReadableStream<Uint8Array> | Uint8Array | undefined; signal?: AbortSignal | undefined } = {},
+    options: {
+      stdin?: ReadableStream<Uint8Array> | Uint8Array | undefined;
+      signal?: AbortSignal | undefined;
+    } = {},
   ): Promise<unknown> {
     const result = await this.sandbox.commands.run(this.helperArgv(op, args), {
+      env: HELPER_ENV,
       ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
@@ -246,6 +267,7 @@ export class E2BMachine {
       }
     };
     const run = this.sandbox.commands.run(this.helperArgv(op, args), {
+      env: HELPER_ENV,
       signal: options.signal,
       collectOutput: false,
       onStdout: take,
@@ -266,12 +288,16 @@ export class E2BMachine {
   }
 
   /**
-   * The argv that runs `argv` as `user` the way envd starts processes: as that user (switched with
-   * `setpriv` when the backend runs as root), with stdin closed unless it is wanted.
+   * The argv and environment that run `argv` as `user` the way envd starts processes, under the
+   * supervisor of `e2b-envd-supervisor.ts` (switched to `user` when the backend runs as root, stdin closed
+   * unless it is wanted, `tty` for terminals).
    */
-  commandFor(user: E2BUser, argv: readonly string[], stdin: boolean): string[] {
-    const lines: string[] = [];
-    if (!stdin) lines.push("exec </dev/null");
+  commandFor(
+    user: E2BUser,
+    argv: readonly string[],
+    options: { stdin: boolean; tty: boolean },
+  ): { argv: string[]; env: Record<string, string> } {
+    const spec: Record<string, unknown> = { argv, stdin: options.stdin, tty: options.tty };
     if (user.name !== this.layout.backendUser) {
       if (!this.layout.canSwitchUser) {
         throw new ConnectFailure(
@@ -279,15 +305,21 @@ export class E2BMachine {
           `this sandbox's backend runs everything as ${this.layout.backendUser} and cannot switch to ${user.name}`,
         );
       }
-      lines.push(`exec setpriv --reuid=${user.uid} --regid=${user.gid} --init-groups -- "$@"`);
-    } else {
-      lines.push('exec "$@"');
+      Object.assign(spec, { user: user.name, uid: user.uid, gid: user.gid });
     }
-    return ["sh", "-c", lines.join("\n"), "envd", ...argv];
+    return {
+      argv: ["python3", "-c", SUPERVISOR_BOOT],
+      env: { [SUPERVISOR_ENV]: JSON.stringify(spec), [SUPERVISOR_SOURCE_ENV]: SUPERVISOR_SOURCE },
+    };
   }
 
-  /** A shell command line for {@link commandFor} (ptys take one). */
-  commandLineFor(user: E2BUser, argv: readonly string[], stdin: boolean): string {
-    return this.commandFor(user, argv, stdin).map(shellQuote).join(" ");
+  /** {@link commandFor} with the argv as one shell command line (terminals take one). */
+  commandLineFor(
+    user: E2BUser,
+    argv: readonly string[],
+    options: { stdin: boolean; tty: boolean },
+  ): { command: string; env: Record<string, string> } {
+    const { argv: line, env } = this.commandFor(user, argv, options);
+    return { command: line.map(shellQuote).join(" "), env };
   }
 }

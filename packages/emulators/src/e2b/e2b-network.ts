@@ -63,7 +63,9 @@ export function egressPolicyOf(
   backend: { name: string; canControlEgress: boolean },
 ): EgressPolicy | { refused: string } {
   if (config.rules && Object.keys(config.rules).length > 0) {
-    return { refused: "network.rules (header transforms) need E2B's egress proxy, which this emulator does not run" };
+    return {
+      refused: "network.rules (header transforms) need E2B's egress proxy, which this emulator does not run",
+    };
   }
   if (config.egressProxy !== undefined) {
     return { refused: "network.egressProxy is not supported by this emulator (no egress proxy runs here)" };

@@ -29,7 +29,11 @@ export async function proxyToPort(
   }
   const mask = sandbox.network.maskRequestHost;
   const host = mask ? mask.replaceAll(PORT_PLACEHOLDER, String(port)) : publicHost;
-  const headers = forwardedHeaders(req, host, ["e2b-traffic-access-token", "e2b-sandbox-id", "e2b-sandbox-port"]);
+  const headers = forwardedHeaders(req, host, [
+    "e2b-traffic-access-token",
+    "e2b-sandbox-id",
+    "e2b-sandbox-port",
+  ]);
   const failure = await forwardToSandboxPort(sandbox.backend, port, req, res, headers);
   if (failure === "closed") return portClosed(res, sandbox.id, publicHost, port);
   if (failure === "broken") res.destroy();

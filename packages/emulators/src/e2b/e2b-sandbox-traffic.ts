@@ -29,7 +29,11 @@ import type { E2BEmulatorState } from "./e2b-state.js";
 /** envd's port inside every sandbox. */
 export const ENVD_PORT = 49983;
 
-type Unary = (sandbox: E2BSandbox, message: ConnectMessage, req: IncomingMessage) => Promise<ConnectMessage> | ConnectMessage;
+type Unary = (
+  sandbox: E2BSandbox,
+  message: ConnectMessage,
+  req: IncomingMessage,
+) => Promise<ConnectMessage> | ConnectMessage;
 type Streaming = (
   sandbox: E2BSandbox,
   message: ConnectMessage,
@@ -67,9 +71,33 @@ interface Target {
   readonly sandboxId: string | undefined;
   readonly port: number;
   readonly host: string;
+  /** Why an unroutable request is refused, when the emulator can say better than "no such sandbox". */
+  readonly refusal?: { status: number; message: string } | undefined;
+}
+
+/** The path form of a sandbox port's URL: `/ports/<port>-<id>/<path>` (see {@link portUrlPath}). */
+const PORT_PATH = /^\/ports\/(\d+)-([a-z0-9]+)(\/.*)?$/;
+
+/**
+ * The path under which the sandbox server answers for `port` of `sandboxId` as if reached at
+ * `<port>-<id>.<domain>`: for clients that cannot resolve the per-port host names (Node's `fetch` does
+ * not resolve `*.localhost`), and that need no TLS.
+ */
+export function portUrlPath(sandboxId: string, port: number): string {
+  return `/ports/${port}-${sandboxId}`;
 }
 
 function targetOf(state: E2BEmulatorState, req: IncomingMessage, url: URL): Target {
+  const byPath = PORT_PATH.exec(url.pathname);
+  if (byPath) {
+    // The sandbox's server sees the request as it would at its public host.
+    req.url = `${byPath[3] ?? "/"}${url.search}`;
+    return {
+      sandboxId: byPath[2],
+      port: Number(byPath[1]),
+      host: `${byPath[1]}-${byPath[2]}.${state.domain}`,
+    };
+  }
   const host = String(req.headers.host ?? "");
   const name = host.replace(/:\d+$/, "");
   const match = /^(\d+)-([a-z0-9]+)\.(.+)$/.exec(name);
@@ -87,6 +115,24 @@ function targetOf(state: E2BEmulatorState, req: IncomingMessage, url: URL): Targ
         return { sandboxId: sandbox.id, port: ENVD_PORT, host };
       }
     }
+    // E2B_SANDBOX_URL names one envd: an unsigned URL goes to the only sandbox there is, or else to the
+    // only one that takes unsigned URLs (a secure sandbox then answers "missing signature" itself).
+    const live = [...state.sandboxes.values()].filter((sandbox) => !sandbox.killed);
+    const open = live.filter((sandbox) => !sandbox.envdAccessToken);
+    const only = live.length === 1 ? live[0] : open.length === 1 ? open[0] : undefined;
+    if (params.signature === undefined && only) return { sandboxId: only.id, port: ENVD_PORT, host };
+    return {
+      sandboxId: undefined,
+      port: ENVD_PORT,
+      host,
+      refusal:
+        params.signature !== undefined
+          ? { status: 401, message: "invalid signature" }
+          : {
+              status: 502,
+              message: `this /files URL names no sandbox and ${open.length} sandboxes take unsigned URLs: use the per-sandbox host (<port>-<id>.${state.domain}), the E2b-Sandbox-Id header or the path form /ports/49983-<id>/files`,
+            },
+    };
   }
   return { sandboxId: undefined, port: ENVD_PORT, host };
 }
@@ -96,10 +142,12 @@ export async function serveSandboxTraffic(
   state: E2BEmulatorState,
   req: IncomingMessage,
   res: ServerResponse,
-  url: URL,
+  received: URL,
   setRoute: (route: string) => void,
 ): Promise<void> {
-  const target = targetOf(state, req, url);
+  const target = targetOf(state, req, received);
+  // The path form rewrote req.url to the path the sandbox sees.
+  const url = new URL(req.url ?? "/", received);
   const sandbox = target.sandboxId === undefined ? undefined : state.sandboxes.get(target.sandboxId);
   const rpc = url.pathname.slice(1);
   setRoute(
@@ -111,6 +159,7 @@ export async function serveSandboxTraffic(
   );
   if (!sandbox || sandbox.killed) {
     req.resume();
+    if (target.refusal) return jsonError(res, target.refusal.status, target.refusal.message);
     return sandboxNotFound(res, target.sandboxId ?? "", target.host);
   }
   if (sandbox.state === "paused") {
@@ -138,9 +187,17 @@ async function serveEnvd(
 ): Promise<void> {
   const method = req.method ?? "GET";
   const key = `${method} ${url.pathname}`;
-  if (sandbox.envdAccessToken && !OPEN_ROUTES.has(key) && req.headers["x-access-token"] !== sandbox.envdAccessToken) {
+  if (
+    sandbox.envdAccessToken &&
+    !OPEN_ROUTES.has(key) &&
+    req.headers["x-access-token"] !== sandbox.envdAccessToken
+  ) {
     req.resume();
-    return jsonError(res, 401, "unauthorized access, please provide a valid access token or method signing if supported");
+    return jsonError(
+      res,
+      401,
+      "unauthorized access, please provide a valid access token or method signing if supported",
+    );
   }
   if (key === "GET /health") {
     req.resume();

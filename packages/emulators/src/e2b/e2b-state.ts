@@ -9,8 +9,8 @@ import type { EmulatorClock } from "../clock.js";
 import { DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S } from "./e2b-control-plane.js";
 import { E2BMachine } from "./e2b-machine.js";
 import { egressPolicyOf, parseNetworkConfig } from "./e2b-network.js";
-import { E2BSandbox, type E2BLifecycle, type E2BMetricSample } from "./e2b-sandbox.js";
-import { type E2BTemplate, E2BTemplates } from "./e2b-templates.js";
+import { type E2BLifecycle, type E2BMetricSample, E2BSandbox } from "./e2b-sandbox.js";
+import type { E2BTemplate, E2BTemplates } from "./e2b-templates.js";
 
 /** A failure answered with its status. */
 export interface E2BFailure {
@@ -114,7 +114,8 @@ export class E2BEmulatorState {
     if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout < 0) {
       return failure(400, "timeout must be a non-negative integer number of seconds");
     }
-    if (timeout > MAX_TIMEOUT_S) return failure(400, `Timeout cannot be greater than ${MAX_TIMEOUT_S / 3600} hours`);
+    if (timeout > MAX_TIMEOUT_S)
+      return failure(400, `Timeout cannot be greater than ${MAX_TIMEOUT_S / 3600} hours`);
     const envVars = body.envVars ?? {};
     const metadata = body.metadata ?? {};
     for (const [name, value] of [
@@ -281,7 +282,11 @@ export class E2BEmulatorState {
   }
 
   /** `POST /sandboxes/{id}/fork`: `count` independent copies (files; the backend's fork where it has one). */
-  async forkSandbox(parent: E2BSandbox, count: number, timeoutMs: number): Promise<(E2BSandbox | E2BFailure)[]> {
+  async forkSandbox(
+    parent: E2BSandbox,
+    count: number,
+    timeoutMs: number,
+  ): Promise<(E2BSandbox | E2BFailure)[]> {
     const fork = parent.backend.fork;
     if (fork) {
       let copies: Sandbox<AnyCapabilities>[];
@@ -311,7 +316,10 @@ export class E2BEmulatorState {
     const results: (E2BSandbox | E2BFailure)[] = [];
     for (let i = 0; i < count; i++) {
       try {
-        const machine = await this.machineFor({ ...base, source: { kind: "archive", archive, base: root } }, parent.egress);
+        const machine = await this.machineFor(
+          { ...base, source: { kind: "archive", archive, base: root } },
+          parent.egress,
+        );
         results.push(await this.child(parent, machine, timeoutMs));
       } catch (error) {
         results.push(failure(500, `the forked sandbox did not start: ${messageOf(error)}`));
@@ -325,14 +333,20 @@ export class E2BEmulatorState {
     const machine = sandbox.machine;
     const homes = new Set<string>();
     homes.add((await machine.user(machine.layout.defaultUser)).home);
-    if (machine.layout.root) homes.add("/root");
+    // root's home only on E2B's layout: on the fallback layout it is the backend's (provider-local's is
+    // a read-only view of the host's, which must never end up in a snapshot).
+    if (machine.layout.root && machine.layout.template === "e2b-base") homes.add("/root");
     const paths = [...homes, "/tmp"];
     const chunks: Buffer[] = [];
     const stop = new AbortController();
-    const { done } = await machine.helperStream("pack", { paths }, {
-      signal: stop.signal,
-      onLine: (line) => chunks.push(Buffer.from(line, "base64")),
-    });
+    const { done } = await machine.helperStream(
+      "pack",
+      { paths },
+      {
+        signal: stop.signal,
+        onLine: (line) => chunks.push(Buffer.from(line, "base64")),
+      },
+    );
     await done;
     return Buffer.concat(chunks);
   }
@@ -353,7 +367,8 @@ export class E2BEmulatorState {
         );
       }
       const base = this.templates.resolve(sandbox.templateID);
-      const root = base?.source.kind === "archive" ? base.source.base : (base ?? this.templates.resolve("base")!);
+      const root =
+        base?.source.kind === "archive" ? base.source.base : (base ?? this.templates.resolve("base")!);
       const archive = await this.archiveOf(sandbox);
       return this.templates.addSnapshot({ kind: "archive", archive, base: root }, sandbox.id, name, now);
     } catch (error) {

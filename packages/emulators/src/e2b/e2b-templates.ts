@@ -37,6 +37,12 @@ export interface E2BTemplate {
   readonly source: E2BTemplateSource;
 }
 
+/**
+ * More templates: names that run on the backend's default image, or names mapped to a backend template
+ * each (a Docker image per E2B template, say; `undefined` for the default).
+ */
+export type E2BExtraTemplates = readonly string[] | Readonly<Record<string, string | undefined>>;
+
 /** The id of E2B's base template (E2B's public `base` template id). */
 export const BASE_TEMPLATE_ID = "rki5dems9wqfm4r03t7g";
 
@@ -63,7 +69,7 @@ export class E2BTemplates {
    * `extra` maps more template names to backend templates (a Docker image per E2B template, say); `base`
    * is always there and uses the backend's default.
    */
-  constructor(now: Date, extra: Readonly<Record<string, string>> = {}) {
+  constructor(now: Date, extra: E2BExtraTemplates = {}) {
     const add = (id: string, alias: string, template: string | undefined) =>
       this.byId.set(id, {
         templateID: id,
@@ -74,7 +80,13 @@ export class E2BTemplates {
         source: { kind: "backend", template },
       });
     add(BASE_TEMPLATE_ID, "base", undefined);
-    for (const [alias, template] of Object.entries(extra)) add(newTemplateId(), alias, template);
+    const entries = Array.isArray(extra)
+      ? extra.map((alias): [string, string | undefined] => [alias, undefined])
+      : Object.entries(extra as Readonly<Record<string, string | undefined>>);
+    for (const [alias, template] of entries) {
+      if (alias === "base") throw new TypeError('the template "base" is always there; pick another name');
+      add(newTemplateId(), alias, template);
+    }
   }
 
   /** Finds a template by id, alias or full name (a `:tag` is ignored). */

@@ -30,7 +30,10 @@ function equal(a: string, b: string): boolean {
  * Checks an `Authorization` header against the accepted tokens; `undefined` when it passes, else the
  * 401 message (never quoting the header).
  */
-export function checkAuthorization(header: string | undefined, accepted: readonly string[]): string | undefined {
+export function checkAuthorization(
+  header: string | undefined,
+  accepted: readonly string[],
+): string | undefined {
   if (!header) return "You must be authenticated to view this.";
   const space = header.indexOf(" ");
   const scheme = space < 0 ? "" : header.slice(0, space);
@@ -41,7 +44,8 @@ export function checkAuthorization(header: string | undefined, accepted: readonl
     .filter(Boolean);
   if (tokens.length === 0) return "You must be authenticated to view this.";
   if (scheme === "FlyV1") {
-    if (!tokens.every(isMacaroon)) return "Authenticate: token validation error: the FlyV1 scheme carries macaroons only";
+    if (!tokens.every(isMacaroon))
+      return "Authenticate: token validation error: the FlyV1 scheme carries macaroons only";
   } else if (scheme === "Bearer") {
     if (tokens.some(isMacaroon)) {
       return "Authenticate: token validation error: macaroon tokens are sent with the FlyV1 scheme, not Bearer";

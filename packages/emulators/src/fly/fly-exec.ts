@@ -79,17 +79,26 @@ function badRequest(message: string): FlyExecAnswer {
 }
 
 /** Runs one exec request on `machine`. */
-export async function execOnMachine(machine: FlyMachine, body: Record<string, unknown>): Promise<FlyExecAnswer> {
+export async function execOnMachine(
+  machine: FlyMachine,
+  body: Record<string, unknown>,
+): Promise<FlyExecAnswer> {
   const sandbox = machine.running();
   if (!sandbox) {
     return {
       status: 412,
-      body: { error: `failed_precondition: machine ${machine.id} is ${machine.state}; exec needs a started machine` },
+      body: {
+        error: `failed_precondition: machine ${machine.id} is ${machine.state}; exec needs a started machine`,
+      },
     };
   }
   let argv: string[] | undefined;
   if (body.command !== undefined) {
-    if (!Array.isArray(body.command) || !body.command.every((w) => typeof w === "string") || body.command.length === 0) {
+    if (
+      !Array.isArray(body.command) ||
+      !body.command.every((w) => typeof w === "string") ||
+      body.command.length === 0
+    ) {
       return badRequest("command must be a non-empty list of strings");
     }
     argv = body.command as string[];
@@ -130,6 +139,9 @@ export async function execOnMachine(machine: FlyMachine, body: Record<string, un
         },
       };
     }
-    return { status: 500, body: { error: `exec failed: ${error instanceof Error ? error.message : String(error)}` } };
+    return {
+      status: 500,
+      body: { error: `exec failed: ${error instanceof Error ? error.message : String(error)}` },
+    };
   }
 }

@@ -112,11 +112,18 @@ export function normaliseConfig(raw: unknown): FlyMachineConfig {
       if (service.protocol !== "tcp" && service.protocol !== "udp") {
         throw new FlyConfigError(`invalid config.services[${index}].protocol: "tcp" or "udp"`);
       }
-      if (!Number.isInteger(service.internal_port) || service.internal_port < 1 || service.internal_port > 65_535) {
+      if (
+        !Number.isInteger(service.internal_port) ||
+        service.internal_port < 1 ||
+        service.internal_port > 65_535
+      ) {
         throw new FlyConfigError(`invalid config.services[${index}].internal_port`);
       }
       for (const port of service.ports ?? []) {
-        if (port.port !== undefined && (!Number.isInteger(port.port) || port.port < 1 || port.port > 65_535)) {
+        if (
+          port.port !== undefined &&
+          (!Number.isInteger(port.port) || port.port < 1 || port.port > 65_535)
+        ) {
           throw new FlyConfigError(`invalid config.services[${index}].ports: bad port ${String(port.port)}`);
         }
       }
@@ -162,9 +169,16 @@ export function imageRefOf(image: string): Record<string, unknown> {
   return { registry, repository, tag, digest, labels: {} };
 }
 
-/** The command a machine's init runs, when its config names one (`exec`, else `entrypoint` + `cmd`). */
-export function mainCommandOf(config: FlyMachineConfig): string[] | undefined {
+/**
+ * What stands for an image's own command when the config names none: offline, the image's CMD is not
+ * known (images map to backend templates), so the machine runs a process that waits until it is
+ * signalled — as a server image's CMD would — and signals, kills and restart policies act on it.
+ */
+export const STAND_IN_MAIN_COMMAND: readonly string[] = ["sh", "-c", "while :; do sleep 3600; done"];
+
+/** The command a machine's init runs: `exec`, else `entrypoint` + `cmd`, else {@link STAND_IN_MAIN_COMMAND}. */
+export function mainCommandOf(config: FlyMachineConfig): string[] {
   if (config.init.exec && config.init.exec.length > 0) return config.init.exec;
   const command = [...(config.init.entrypoint ?? []), ...(config.init.cmd ?? [])];
-  return command.length > 0 ? command : undefined;
+  return command.length > 0 ? command : [...STAND_IN_MAIN_COMMAND];
 }

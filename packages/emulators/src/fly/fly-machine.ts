@@ -43,6 +43,9 @@ export interface FlyMachineHost {
 }
 
 /** Pause between a main process's exit and its restart. */
+/** How often one main process is re-attached to after its following broke (a frozen sandbox). */
+const MAX_REATTACHES = 5;
+
 const RESTART_DELAY_MS = 200;
 /** How many events a machine keeps. */
 const EVENT_LIMIT = 100;
@@ -70,11 +73,17 @@ export class FlyMachine {
   /** The backend sandbox; absent before the first boot and after destroy. */
   sandbox: Sandbox<AnyCapabilities> | undefined;
   private main: SandboxProcess | undefined;
+  /** True when following the main process broke during a suspend (it is re-attached on thaw). */
+  private mainDetached = false;
+  private thawing = false;
+  private reattaches = 0;
   private restarts = 0;
   /** Bumped on every boot, so a late exit of an older main process changes nothing. */
   private generation = 0;
   private freshRootfs = false;
   private readonly waiters = new Set<() => void>();
+  /** Fires when the machine is destroyed, so a boot still waiting at the gate gives up. */
+  private readonly ending = new AbortController();
   private work: Promise<void> = Promise.resolve();
   readonly privateIp: string;
 
@@ -105,7 +114,12 @@ export class FlyMachine {
   }
 
   /** Adds an event (newest first, as Fly lists them). */
-  record(type: string, status: string, source: "user" | "flyd", request?: Record<string, unknown>): FlyMachineEvent {
+  record(
+    type: string,
+    status: string,
+    source: "user" | "flyd",
+    request?: Record<string, unknown>,
+  ): FlyMachineEvent {
     const event: FlyMachineEvent = {
       id: newUlid(this.host.clock.now()),
       type,
@@ -170,7 +184,8 @@ export class FlyMachine {
     if (template === false) return `failed to pull image ${config.image}: not found`;
     const spec: SandboxSpec = {};
     if (template !== undefined && this.host.backend.honours.includes("template")) spec.template = template;
-    if (config.env && Object.keys(config.env).length > 0) spec.env = { ...config.env, ...this.flyEnv(config) };
+    if (config.env && Object.keys(config.env).length > 0)
+      spec.env = { ...config.env, ...this.flyEnv(config) };
     else spec.env = this.flyEnv(config);
     return spec;
   }
@@ -192,18 +207,30 @@ export class FlyMachine {
    * `starting` as soon as this returns, so an answer sent right after describes the boot under way.
    */
   start(source: "user" | "flyd" = "user"): Promise<void> {
-    const idle = this.state === "created" || this.state === "stopped" || this.state === "failed" || this.state === "suspended";
+    const idle =
+      this.state === "created" ||
+      this.state === "stopped" ||
+      this.state === "failed" ||
+      this.state === "suspended";
     const thaw = this.state === "suspended";
     if (!idle) return this.serial(async () => undefined);
     this.setState("starting");
     this.record("start", "pending", source);
     return this.serial(async () => {
       if (this.state !== "starting") return;
-      await this.host.bootGate();
-      if (this.state !== "starting") return;
+      await Promise.race([
+        this.host.bootGate(),
+        new Promise<void>((resolve) => this.ending.signal.addEventListener("abort", () => resolve())),
+      ]);
+      if (this.state !== "starting" || this.ending.signal.aborted) return;
       try {
         if (thaw && this.sandbox) {
-          await this.sandbox.resume();
+          this.thawing = true;
+          try {
+            await this.sandbox.resume();
+          } finally {
+            this.thawing = false;
+          }
         } else {
           await this.bootSandbox();
         }
@@ -216,6 +243,7 @@ export class FlyMachine {
       this.failure = undefined;
       this.record("start", "started", "flyd");
       this.setState("started");
+      if (thaw) await this.reattachMain();
     });
   }
 
@@ -242,12 +270,41 @@ export class FlyMachine {
     const sandbox = this.sandbox;
     if (!command || !sandbox) return;
     const generation = ++this.generation;
+    this.reattaches = 0;
     const main = await sandbox.commands.spawn(command, { env: this.flyEnv() });
+    this.watchMain(main, generation);
+  }
+
+  /**
+   * Follows the main process to its exit. Following can break while the sandbox is frozen (a suspend:
+   * the backend refuses exec meanwhile) although the process lives on; the thaw re-attaches to it.
+   */
+  private watchMain(main: SandboxProcess, generation: number): void {
     this.main = main;
+    this.mainDetached = false;
     void main.wait().then(
       (exit) => this.mainExited(generation, exit.exitCode, exit.signal),
-      () => this.mainExited(generation, -1, undefined),
+      () => {
+        if (generation !== this.generation) return;
+        this.mainDetached = true;
+        if (this.state === "suspending" || this.state === "suspended" || this.thawing) return;
+        // Broken following after a thaw is noticed late sometimes: the process may well live on.
+        void this.reattachMain();
+      },
     );
+  }
+
+  /** After a thaw: the main process again, or its end when it cannot be found. */
+  private async reattachMain(): Promise<void> {
+    const main = this.main;
+    const sandbox = this.sandbox;
+    if (!main || !sandbox || !this.mainDetached) return;
+    const again =
+      this.reattaches++ < MAX_REATTACHES
+        ? await sandbox.commands.connect(main.pid).catch(() => undefined)
+        : undefined;
+    if (again) this.watchMain(again, this.generation);
+    else this.mainExited(this.generation, -1, undefined);
   }
 
   private mainExited(generation: number, exitCode: number, signal: string | undefined): void {
@@ -382,8 +439,9 @@ export class FlyMachine {
     this.host.clock.setTimer(() => this.host.forget(this), this.host.destroyedLingerMs);
   }
 
-  /** Destroys the machine; it stays visible as `destroyed` for a while. */
+  /** Destroys the machine; it stays visible as `destroyed` for a while. A boot under way is given up. */
   destroy(): Promise<void> {
+    this.ending.abort();
     return this.serial(() => this.destroyNow("user"));
   }
 

@@ -51,7 +51,15 @@ export function durationMs(value: unknown): number | undefined {
   if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? value * 1000 : undefined;
   if (typeof value !== "string") return undefined;
   if (/^\d+(\.\d+)?$/.test(value)) return Number(value) * 1000;
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const units: Record<string, number> = {
+    ns: 1e-6,
+    us: 1e-3,
+    µs: 1e-3,
+    ms: 1,
+    s: 1000,
+    m: 60_000,
+    h: 3_600_000,
+  };
   let total = 0;
   let rest = value;
   while (rest !== "") {
@@ -62,6 +70,24 @@ export function durationMs(value: unknown): number | undefined {
   }
   return total;
 }
+
+/** Linux signal numbers of the signals the API names. */
+const SIGNAL_NAMES: Readonly<Record<number, string>> = {
+  1: "SIGHUP",
+  2: "SIGINT",
+  3: "SIGQUIT",
+  4: "SIGILL",
+  5: "SIGTRAP",
+  6: "SIGABRT",
+  8: "SIGFPE",
+  9: "SIGKILL",
+  10: "SIGUSR1",
+  11: "SIGSEGV",
+  12: "SIGUSR2",
+  13: "SIGPIPE",
+  14: "SIGALRM",
+  15: "SIGTERM",
+};
 
 const SIGNALS = new Set([
   "SIGABRT",
@@ -109,12 +135,21 @@ export function flyRoute(method: string, path: string): Route {
   const machineId = decode(parts[4]);
   if (parts.length === 5) return { name: `${method} /v1/apps/{app}/machines/{id}`, app, machineId };
   if (parts[5] === "metadata" && parts.length === 7) {
-    return { name: `${method} /v1/apps/{app}/machines/{id}/metadata/{key}`, app, machineId, key: decode(parts[6]) };
+    return {
+      name: `${method} /v1/apps/{app}/machines/{id}/metadata/{key}`,
+      app,
+      machineId,
+      key: decode(parts[6]),
+    };
   }
   return { name: `${method} /v1/apps/{app}/machines/{id}/${parts.slice(5).join("/")}`, app, machineId };
 }
 
-/** Routes that change a machine: refused with 409 when another client holds its lease. */
+/**
+ * Routes that change a machine: refused with 409 when another client holds its lease. These are the
+ * calls fly-go sends the lease nonce with; signals and metadata it sends without one (flyctl sets
+ * metadata and kills machines it holds leases on), so they are not gated.
+ */
 const LEASED_ROUTES = new Set([
   "POST /v1/apps/{app}/machines/{id}",
   "DELETE /v1/apps/{app}/machines/{id}",
@@ -122,13 +157,8 @@ const LEASED_ROUTES = new Set([
   "POST /v1/apps/{app}/machines/{id}/stop",
   "POST /v1/apps/{app}/machines/{id}/restart",
   "POST /v1/apps/{app}/machines/{id}/suspend",
-  "POST /v1/apps/{app}/machines/{id}/signal",
   "POST /v1/apps/{app}/machines/{id}/cordon",
   "POST /v1/apps/{app}/machines/{id}/uncordon",
-  "PUT /v1/apps/{app}/machines/{id}/metadata",
-  "PATCH /v1/apps/{app}/machines/{id}/metadata",
-  "POST /v1/apps/{app}/machines/{id}/metadata/{key}",
-  "DELETE /v1/apps/{app}/machines/{id}/metadata/{key}",
 ]);
 
 function pageOffset(cursor: string | null): number | undefined {
@@ -139,7 +169,9 @@ function pageOffset(cursor: string | null): number | undefined {
 
 function leaseSummary(fleet: FlyFleet, machine: FlyMachine): Record<string, unknown> | undefined {
   const lease = fleet.leases.current(machine.id);
-  return lease ? { owner: lease.owner, description: lease.description, expires_at: lease.expiresAt } : undefined;
+  return lease
+    ? { owner: lease.owner, description: lease.description, expires_at: lease.expiresAt }
+    : undefined;
 }
 
 /** Handles one Machines API request. */
@@ -160,7 +192,8 @@ export async function serveFlyApi(
   }
   const { fleet } = context;
   const withBody = method === "POST" || method === "PUT" || method === "PATCH";
-  const body = withBody ? await readJsonObject(req, 16 * 1024 * 1024) : (req.resume(), {});
+  if (!withBody) req.resume();
+  const body = withBody ? await readJsonObject(req, 16 * 1024 * 1024) : {};
   if (body === undefined) return error(res, 400, "request body is not a JSON object");
 
   if (route.name === "GET /v1/apps") {
@@ -231,14 +264,23 @@ export async function serveFlyApi(
       if (version && version !== machine.version) {
         const old = machine.versions.find((v) => v.version === version);
         if (!old) return error(res, 404, `version ${version} not found`);
-        return sendJsonResponse(res, 200, { ...described, config: old.config, version, instance_id: version });
+        return sendJsonResponse(res, 200, {
+          ...described,
+          config: old.config,
+          version,
+          instance_id: version,
+        });
       }
       return sendJsonResponse(res, 200, described);
     }
     case "POST /v1/apps/{app}/machines/{id}": {
       if (gone) return precondition("update");
       if (body.current_version !== undefined && body.current_version !== machine.version) {
-        return error(res, 409, `machine ${machine.id} is at version ${machine.version}, not ${String(body.current_version)}`);
+        return error(
+          res,
+          409,
+          `machine ${machine.id} is at version ${machine.version}, not ${String(body.current_version)}`,
+        );
       }
       let config: FlyMachine["config"];
       try {
@@ -247,7 +289,7 @@ export async function serveFlyApi(
         if (failure instanceof FlyConfigError) return error(res, 400, failure.message);
         throw failure;
       }
-      const region = typeof body.region === "string" ? body.region : undefined;
+      const region = typeof body.region === "string" && body.region !== "" ? body.region : undefined;
       if (region !== undefined && region !== machine.region) {
         return error(res, 400, "a machine cannot change region; create a new machine instead");
       }
@@ -277,7 +319,12 @@ export async function serveFlyApi(
       if (gone) return precondition("start");
       const previous = machine.state;
       void machine.start();
-      return sendJsonResponse(res, 200, { previous_state: previous, migrated: false, new_host: "", status: "success" });
+      return sendJsonResponse(res, 200, {
+        previous_state: previous,
+        migrated: false,
+        new_host: "",
+        status: "success",
+      });
     }
     case "POST /v1/apps/{app}/machines/{id}/stop": {
       if (gone) return precondition("stop");
@@ -286,7 +333,8 @@ export async function serveFlyApi(
         return error(res, 400, `invalid signal ${JSON.stringify(signal)}`);
       }
       const timeout = durationMs(body.timeout);
-      if (body.timeout !== undefined && timeout === undefined) return error(res, 400, "timeout must be a duration like 10s");
+      if (body.timeout !== undefined && timeout === undefined)
+        return error(res, 400, "timeout must be a duration like 10s");
       void machine.stop(signal as string | undefined, timeout ?? 10_000);
       return ok(res);
     }
@@ -305,8 +353,10 @@ export async function serveFlyApi(
       return ok(res);
     }
     case "POST /v1/apps/{app}/machines/{id}/signal": {
-      const signal = body.signal;
-      if (typeof signal !== "string" || !SIGNALS.has(signal)) return error(res, 400, `invalid signal ${JSON.stringify(signal)}`);
+      // The spec names signals; fly-go's Kill sends the number (`{"signal": 9}`), which flyd takes too.
+      const signal = typeof body.signal === "number" ? SIGNAL_NAMES[body.signal] : body.signal;
+      if (typeof signal !== "string" || !SIGNALS.has(signal))
+        return error(res, 400, `invalid signal ${JSON.stringify(signal)}`);
       if (machine.state !== "started") return precondition("signal");
       if (!(await machine.signal(signal))) return precondition("signal (no main process runs)");
       return ok(res);
@@ -326,7 +376,8 @@ export async function serveFlyApi(
       if (gone) return precondition("lease");
       const ttlRaw = body.ttl ?? url.searchParams.get("ttl") ?? DEFAULT_LEASE_TTL_S;
       const ttl = Number(ttlRaw);
-      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 3600) return error(res, 400, "ttl must be a whole number of seconds from 1 to 3600");
+      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 3600)
+        return error(res, 400, "ttl must be a whole number of seconds from 1 to 3600");
       const outcome = fleet.leases.acquire(machine.id, {
         ttl,
         description: typeof body.description === "string" ? body.description : "",
@@ -337,7 +388,8 @@ export async function serveFlyApi(
       if ("conflict" in outcome) {
         return error(res, 409, fleet.leases.check(machine.id, nonce) ?? "machine is leased");
       }
-      return sendJsonResponse(res, outcome.created ? 201 : 200, FlyLeases.describe(outcome.lease));
+      // 201 for a new lease and for a refreshed one alike: the spec's only answer.
+      return sendJsonResponse(res, 201, FlyLeases.describe(outcome.lease));
     }
     case "DELETE /v1/apps/{app}/machines/{id}/lease": {
       if (!nonce) return error(res, 400, `the ${LEASE_NONCE_HEADER} header is required`);
@@ -372,7 +424,10 @@ export async function serveFlyApi(
     }
     case "POST /v1/apps/{app}/machines/{id}/metadata/{key}": {
       if (typeof body.value !== "string") return error(res, 400, "value must be a string");
-      machine.config = { ...machine.config, metadata: { ...(machine.config.metadata ?? {}), [route.key ?? ""]: body.value } };
+      machine.config = {
+        ...machine.config,
+        metadata: { ...(machine.config.metadata ?? {}), [route.key ?? ""]: body.value },
+      };
       return sendJsonResponse(res, 204);
     }
     case "DELETE /v1/apps/{app}/machines/{id}/metadata/{key}": {
@@ -388,7 +443,8 @@ export async function serveFlyApi(
       return ok(res);
     case "GET /v1/apps/{app}/machines/{id}/events": {
       const limit = Number(url.searchParams.get("limit") ?? 20);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 50) return error(res, 400, "limit must be from 1 to 50");
+      if (!Number.isInteger(limit) || limit < 1 || limit > 50)
+        return error(res, 400, "limit must be from 1 to 50");
       return sendJsonResponse(res, 200, machine.events.slice(0, limit));
     }
     case "GET /v1/apps/{app}/machines/{id}/versions":
@@ -404,7 +460,12 @@ export async function serveFlyApi(
   }
 }
 
-async function listMachines(context: FlyRoutesContext, app: string, url: URL, res: ServerResponse): Promise<void> {
+async function listMachines(
+  context: FlyRoutesContext,
+  app: string,
+  url: URL,
+  res: ServerResponse,
+): Promise<void> {
   const { fleet } = context;
   const states = url.searchParams
     .getAll("state")
@@ -412,7 +473,8 @@ async function listMachines(context: FlyRoutesContext, app: string, url: URL, re
     .filter(Boolean);
   const region = url.searchParams.get("region");
   const metadata: [string, string][] = [];
-  for (const [key, value] of url.searchParams) if (key.startsWith("metadata.")) metadata.push([key.slice(9), value]);
+  for (const [key, value] of url.searchParams)
+    if (key.startsWith("metadata.")) metadata.push([key.slice(9), value]);
   const includeDeleted = flag(url, "include_deleted");
   const summary = flag(url, "summary");
   const includeLeases = flag(url, "include_leases");
@@ -427,7 +489,8 @@ async function listMachines(context: FlyRoutesContext, app: string, url: URL, re
   let page = matching;
   if (limitRaw !== null) {
     const limit = Number(limitRaw);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return error(res, 400, "limit must be from 1 to 1000");
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      return error(res, 400, "limit must be from 1 to 1000");
     const offset = pageOffset(url.searchParams.get("cursor"));
     if (offset === undefined) return error(res, 400, "invalid cursor");
     page = matching.slice(offset, offset + limit);
@@ -462,10 +525,15 @@ async function createMachine(
     if (failure instanceof FlyConfigError) return error(res, 400, failure.message);
     throw failure;
   }
+  // Go decodes "" as no region: the platform picks one.
+  if (body.region === "") delete body.region;
   if (body.region !== undefined && (typeof body.region !== "string" || !/^[a-z]{3}$/.test(body.region))) {
     return error(res, 400, `invalid region ${JSON.stringify(body.region)}`);
   }
-  if (body.name !== undefined && (typeof body.name !== "string" || !/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(body.name))) {
+  if (
+    body.name !== undefined &&
+    (typeof body.name !== "string" || !/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(body.name))
+  ) {
     return error(res, 400, `invalid name ${JSON.stringify(body.name)}`);
   }
   if (
@@ -481,7 +549,8 @@ async function createMachine(
   let nonce: string | undefined;
   if (body.lease_ttl !== undefined) {
     const ttl = Number(body.lease_ttl);
-    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 3600) return error(res, 400, "lease_ttl must be from 1 to 3600 seconds");
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 3600)
+      return error(res, 400, "lease_ttl must be from 1 to 3600 seconds");
     const outcome = fleet.leases.acquire(machine.id, {
       ttl,
       description: "lease taken at create",
@@ -501,7 +570,8 @@ async function waitFor(machine: FlyMachine, url: URL, res: ServerResponse): Prom
     .filter(Boolean);
   const states = wanted.length === 0 ? ["started"] : wanted;
   const unknown = states.find((s) => !WAIT_STATES.includes(s));
-  if (unknown) return error(res, 400, `invalid state ${JSON.stringify(unknown)}: one of ${WAIT_STATES.join(", ")}`);
+  if (unknown)
+    return error(res, 400, `invalid state ${JSON.stringify(unknown)}: one of ${WAIT_STATES.join(", ")}`);
   const timeoutRaw = url.searchParams.get("timeout");
   const seconds = timeoutRaw === null ? FLY_WAIT_MAX_SECONDS : Number(timeoutRaw);
   if (!Number.isInteger(seconds) || seconds < 1 || seconds > FLY_WAIT_MAX_SECONDS) {
@@ -531,14 +601,22 @@ async function waitFor(machine: FlyMachine, url: URL, res: ServerResponse): Prom
     const unsubscribe = machine.onChange(() => {
       const answer = reached();
       if (answer) finish(() => sendJsonResponse(res, 200, answer));
-      else if (machine.state === "destroyed" && !states.includes("destroyed") && !states.includes("settled")) {
+      else if (
+        machine.state === "destroyed" &&
+        !states.includes("destroyed") &&
+        !states.includes("settled")
+      ) {
         finish(() => error(res, 412, `failed_precondition: machine ${machine.id} was destroyed`));
       }
     });
     const timer = setTimeout(
       () =>
         finish(() =>
-          error(res, 408, `deadline_exceeded: machine ${machine.id} did not reach ${states.join(" or ")} within ${seconds}s (it is ${machine.state})`),
+          error(
+            res,
+            408,
+            `deadline_exceeded: machine ${machine.id} did not reach ${states.join(" or ")} within ${seconds}s (it is ${machine.state})`,
+          ),
         ),
       seconds * 1000,
     );
@@ -550,6 +628,7 @@ async function listProcesses(machine: FlyMachine, res: ServerResponse): Promise<
   const sandbox = machine.running();
   if (!sandbox) return error(res, 412, `failed_precondition: machine ${machine.id} is ${machine.state}`);
   const script =
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
     'for d in /proc/[0-9]*; do p=${d#/proc/}; c=$(tr "\\000" " " < "$d/cmdline" 2>/dev/null); [ -n "$c" ] || continue; w=$(readlink "$d/cwd" 2>/dev/null); printf "%s\\t%s\\t%s\\n" "$p" "$w" "$c"; done';
   const result = await sandbox.commands.run(["sh", "-c", script]);
   const processes = result.stdout
@@ -557,7 +636,16 @@ async function listProcesses(machine: FlyMachine, res: ServerResponse): Promise<
     .filter(Boolean)
     .map((line) => {
       const [pid, directory, command] = line.split("\t");
-      return { pid: Number(pid), command: (command ?? "").trim(), directory: directory ?? "", cpu: 0, rss: 0, rtime: 0, stime: 0, listen_sockets: [] };
+      return {
+        pid: Number(pid),
+        command: (command ?? "").trim(),
+        directory: directory ?? "",
+        cpu: 0,
+        rss: 0,
+        rtime: 0,
+        stime: 0,
+        listen_sockets: [],
+      };
     });
   sendJsonResponse(res, 200, processes);
 }

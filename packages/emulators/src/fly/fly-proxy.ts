@@ -34,7 +34,18 @@ export async function serveFlyProxy(
     .filter((m) => m.state === "started" && !m.cordoned)
     .flatMap((m) =>
       (m.config.services ?? [])
-        .filter((s) => s.protocol === "tcp" && (s.ports ?? []).some((p) => p.port === port || (p.start_port !== undefined && p.end_port !== undefined && port >= p.start_port && port <= p.end_port)))
+        .filter(
+          (s) =>
+            s.protocol === "tcp" &&
+            (s.ports ?? []).some(
+              (p) =>
+                p.port === port ||
+                (p.start_port !== undefined &&
+                  p.end_port !== undefined &&
+                  port >= p.start_port &&
+                  port <= p.end_port),
+            ),
+        )
         .map((s) => ({ machine: m, internal: s.internal_port })),
     );
   const target = candidates[Math.floor(Math.random() * candidates.length)];
@@ -47,6 +58,7 @@ export async function serveFlyProxy(
   const headers = forwardedHeaders(req, `${app}.fly.dev`);
   headers["Fly-Forwarded-Port"] = String(port);
   const failure = await forwardToSandboxPort(sandbox, target.internal, req, res, headers);
-  if (failure === "closed") return unavailable(res, `machine ${target.machine.id} does not listen on port ${target.internal}`);
+  if (failure === "closed")
+    return unavailable(res, `machine ${target.machine.id} does not listen on port ${target.internal}`);
   if (failure === "broken") res.destroy();
 }

@@ -22,7 +22,14 @@ export type FlyState =
   | "failed";
 
 /** States `/wait?state=` accepts (`settled` is any state that is not a transition). */
-export const WAIT_STATES: readonly string[] = ["started", "stopped", "suspended", "destroyed", "failed", "settled"];
+export const WAIT_STATES: readonly string[] = [
+  "started",
+  "stopped",
+  "suspended",
+  "destroyed",
+  "failed",
+  "settled",
+];
 
 /** States that are on their way to another. */
 export const TRANSITIONAL_STATES: ReadonlySet<FlyState> = new Set<FlyState>([
@@ -35,7 +42,9 @@ export const TRANSITIONAL_STATES: ReadonlySet<FlyState> = new Set<FlyState>([
 
 /** True when `state` satisfies one of the states waited for. */
 export function satisfies(state: FlyState, wanted: readonly string[]): boolean {
-  return wanted.some((want) => (want === "settled" ? !TRANSITIONAL_STATES.has(state) && state !== "created" : want === state));
+  return wanted.some((want) =>
+    want === "settled" ? !TRANSITIONAL_STATES.has(state) && state !== "created" : want === state,
+  );
 }
 
 /** States a machine is running (or about to) in: destroying it needs `force`. */

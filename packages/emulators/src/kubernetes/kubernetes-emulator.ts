@@ -225,6 +225,7 @@ export async function startKubernetesEmulator(
       log.push({
         method: req.method ?? "GET",
         path: (req.url ?? "/").split("?")[0]!,
+        url: req.url ?? "/",
         route,
         status,
         at: new Date(),
