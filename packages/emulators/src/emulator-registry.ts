@@ -56,7 +56,8 @@ export const EMULATORS: Readonly<Record<string, EmulatorVendor>> = {
     },
   },
   kubernetes: {
-    description: "Kubernetes: an API server with one node (pods, exec, logs, port-forward, network policies, agent-sandbox CRDs)",
+    description:
+      "Kubernetes: an API server with one node (pods, exec, logs, port-forward, network policies, agent-sandbox CRDs)",
     client: "kubectl, client-go and @kubernetes/client-node (through the printed kubeconfig)",
     async start(options) {
       const { startKubernetesEmulator } = await import("./kubernetes/kubernetes-emulator.js");

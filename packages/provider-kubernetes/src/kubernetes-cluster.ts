@@ -4,7 +4,11 @@
  * `~/.kube/config`, the in-cluster service account), and every API call runs under an upper bound — it
  * rejects when the caller's signal fires, or with a retryable `Timeout` when the API server does not
  * answer within `requestTimeoutMs` — with its error mapped by `toKubernetesError`. Streaming calls open a
- * WebSocket with the kubeconfig's credentials (token, client certificate, exec plugins).
+ * WebSocket with the kubeconfig's credentials (token, client certificate, exec plugins), whose handshake
+ * has the same deadline. Every credential the cluster sends (the kubeconfig user's token, password and
+ * client key, and whatever Authorization an exec plugin produced) is remembered in {@link
+ * KubernetesCluster.secrets}, which the provider hands to `defineProvider`: the core removes them from
+ * every error, cause chain included.
  */
 import type * as K8s from "@kubernetes/client-node";
 import { SandboxError } from "@sbox/core/spec";
@@ -22,8 +26,6 @@ export interface KubernetesApis {
   readonly namespace: string;
   /** The API server URL. */
   readonly server: string;
-  /** Credentials of the kubeconfig's user, scrubbed from every message. */
-  readonly secrets: readonly string[];
 }
 
 /** Per-request options that carry an abort signal into client-node. */
@@ -43,8 +45,22 @@ export function abortedError(operation: string, signal: AbortSignal): SandboxErr
 export class KubernetesCluster {
   private loading: Promise<KubernetesApis> | undefined;
   private wsModule: Promise<typeof WebSocket> | undefined;
+  private readonly credentials = new Set<string>();
 
   constructor(readonly options: ResolvedKubernetesOptions) {}
+
+  /** Every credential this cluster has sent or may send, for the core's redaction. */
+  secrets(): readonly string[] {
+    return [...this.credentials];
+  }
+
+  /** Remembers a credential (the bare token of `Bearer <token>` too). */
+  private remember(value: unknown): void {
+    if (typeof value !== "string" || value.length < 8) return;
+    this.credentials.add(value);
+    const bare = /^(?:bearer|basic)\s+(.+)$/i.exec(value.trim())?.[1];
+    if (bare && bare.length >= 8) this.credentials.add(bare);
+  }
 
   /** The APIs (loads client-node and the kubeconfig the first time). */
   apis(): Promise<KubernetesApis> {
@@ -80,12 +96,10 @@ export class KubernetesCluster {
       }
     } catch (error) {
       if (SandboxError.isInstance(error)) throw error;
+      // No cause: a YAML error quotes the lines around the problem, which may hold the user's token.
       throw kubernetesError(
         "Validation",
         `kubernetes: the kubeconfig could not be read: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
-        {
-          cause: error,
-        },
       );
     }
     const cluster = config.getCurrentCluster();
@@ -96,9 +110,9 @@ export class KubernetesCluster {
       );
     }
     const user = config.getCurrentUser();
-    const secrets = [user?.token, user?.password, user?.keyData, user?.certData].filter(
-      (s): s is string => typeof s === "string" && s.length >= 8,
-    );
+    for (const secret of [user?.token, user?.password, user?.keyData]) this.remember(secret);
+    // The client key as the PEM it decodes to, too (an error could quote the file's text).
+    if (user?.keyData) this.remember(Buffer.from(user.keyData, "base64").toString("utf8").trim());
     const context = config.getContextObject(config.getCurrentContext());
     return {
       k8s,
@@ -108,7 +122,6 @@ export class KubernetesCluster {
       custom: config.makeApiClient(k8s.CustomObjectsApi),
       namespace: this.options.namespace ?? context?.namespace ?? "default",
       server: cluster.server,
-      secrets,
     };
   }
 
@@ -135,6 +148,8 @@ export class KubernetesCluster {
       middleware: [
         {
           pre: (context) => {
+            // An exec plugin's token is only known once the client has applied it to a request.
+            this.remember(context.getHeaders().Authorization ?? context.getHeaders().authorization);
             context.setSignal(controller.signal as never);
             return new apis.k8s.Observable(Promise.resolve(context));
           },
@@ -155,14 +170,11 @@ export class KubernetesCluster {
         throw kubernetesError(
           "Timeout",
           `kubernetes ${operation}: the API server did not answer within ${this.options.requestTimeoutMs} ms`,
-          {
-            retryable: true,
-            secrets: apis.secrets,
-          },
+          { retryable: true },
         );
       }
       if (signal.aborted) throw abortedError(operation, signal);
-      throw toKubernetesError(error, operation, apis.secrets);
+      throw toKubernetesError(error, operation);
     } finally {
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
@@ -186,6 +198,8 @@ export class KubernetesCluster {
       handshakeTimeout: this.options.requestTimeoutMs,
     };
     await apis.config.applyToHTTPSOptions(options);
+    const headers = (options.headers ?? {}) as Record<string, unknown>;
+    this.remember(headers.Authorization ?? headers.authorization);
     if (signal.aborted) throw abortedError(operation, signal);
     return new Promise((resolve, reject) => {
       const ws = new WebSocketClass(url, [...protocols], options);
@@ -206,15 +220,23 @@ export class KubernetesCluster {
           ws.terminate();
           const status = res.statusCode ?? 500;
           const body = Buffer.concat(chunks).toString("utf8");
-          reject(toKubernetesError({ code: status, body }, operation, apis.secrets));
+          reject(toKubernetesError({ code: status, body }, operation));
         });
-        res.on("error", () =>
-          reject(toKubernetesError({ code: status(res.statusCode) }, operation, apis.secrets)),
-        );
+        res.on("error", () => reject(toKubernetesError({ code: status(res.statusCode) }, operation)));
       });
       ws.once("error", (error) => {
         signal.removeEventListener("abort", onAbort);
-        reject(toKubernetesError(error, operation, apis.secrets));
+        if (/handshake has timed out/i.test(error.message)) {
+          reject(
+            kubernetesError(
+              "Timeout",
+              `kubernetes ${operation}: the API server did not answer the stream's handshake within ${this.options.requestTimeoutMs} ms`,
+              { retryable: true, cause: error },
+            ),
+          );
+          return;
+        }
+        reject(toKubernetesError(error, operation));
       });
     });
   }

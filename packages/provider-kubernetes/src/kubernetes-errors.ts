@@ -1,10 +1,11 @@
 /**
- * Every failure of the provider as a `SandboxError`, in one place (so that it can become the provider's
- * `mapError` when the core takes over error mapping): API statuses by their HTTP code and Status reason
+ * Every failure of the provider as a `SandboxError`, in one place (the cluster's calls use it, and it is
+ * the provider's `mapError` for anything else a driver method throws): API statuses by their HTTP code and Status reason
  * (404 NotFound, 409 AlreadyExists/Conflict, 422 Invalid and 400 BadRequest → Validation, 401/403
  * Unauthorized, 410 Gone → Conflict, 429 and 5xx retryable), network failures (refused, reset, TLS,
  * DNS) as retryable `Provider` errors, aborts and timeouts as such. Messages quote the API server's own
- * message, never a credential (the bearer token and client key are scrubbed as secrets).
+ * message; credentials are the core's business (the provider declares them as `secrets`, and the core
+ * removes them from every error, cause chain included).
  */
 import {
   codeForHttpStatus,
@@ -19,7 +20,6 @@ export interface KubernetesErrorOptions {
   readonly status?: number | undefined;
   readonly retryable?: boolean | undefined;
   readonly cause?: unknown;
-  readonly secrets?: readonly string[] | undefined;
 }
 
 /** A SandboxError of this provider. */
@@ -68,12 +68,7 @@ const NETWORK_CODES = new Set([
 ]);
 
 /** The SandboxError of an answer with HTTP `status` and a Status body. */
-export function kubernetesStatusError(
-  status: number,
-  body: unknown,
-  operation: string,
-  secrets: readonly string[] = [],
-): SandboxError {
+export function kubernetesStatusError(status: number, body: unknown, operation: string): SandboxError {
   const parsed = statusBody(body);
   const reason = typeof parsed?.reason === "string" ? parsed.reason : undefined;
   const text =
@@ -92,16 +87,11 @@ export function kubernetesStatusError(
   return kubernetesError(code, `kubernetes ${operation}: ${text}${hint}`, {
     status,
     retryable: isRetryableHttpStatus(status) || reason === "ServerTimeout" || reason === "TooManyRequests",
-    secrets,
   });
 }
 
 /** Maps anything a Kubernetes call throws onto the taxonomy; a SandboxError passes through unchanged. */
-export function toKubernetesError(
-  error: unknown,
-  operation: string,
-  secrets: readonly string[] = [],
-): SandboxError {
+export function toKubernetesError(error: unknown, operation: string): SandboxError {
   if (SandboxError.isInstance(error)) return error;
   const e = (typeof error === "object" && error !== null ? error : { message: String(error) }) as {
     name?: unknown;
@@ -112,20 +102,18 @@ export function toKubernetesError(
     type?: unknown;
   };
   if (e.name === "AbortError" || e.type === "aborted")
-    return kubernetesError("Aborted", `kubernetes ${operation}: aborted`, { cause: error, secrets });
+    return kubernetesError("Aborted", `kubernetes ${operation}: aborted`, { cause: error });
   if (e.name === "TimeoutError")
     return kubernetesError("Timeout", `kubernetes ${operation}: the API server did not answer in time`, {
       retryable: true,
       cause: error,
-      secrets,
     });
   if (typeof e.code === "number" && e.code >= 100) {
-    const mapped = kubernetesStatusError(e.code, e.body, operation, secrets);
+    const mapped = kubernetesStatusError(e.code, e.body, operation);
     return kubernetesError(mapped.code, mapped.message, {
       status: e.code,
       retryable: mapped.retryable,
       cause: error,
-      secrets,
     });
   }
   const errno =
@@ -141,9 +129,8 @@ export function toKubernetesError(
       {
         retryable: !/certificate|CERT/i.test(errno ?? text),
         cause: error,
-        secrets,
       },
     );
   }
-  return kubernetesError("Provider", `kubernetes ${operation}: ${text}`, { cause: error, secrets });
+  return kubernetesError("Provider", `kubernetes ${operation}: ${text}`, { cause: error });
 }

@@ -6,7 +6,9 @@
  * server that only speaks `v4.channel.k8s.io` (Kubernetes before 1.30) cannot close stdin, so stdin then
  * goes through `head -c <size>` in front of the command (a stream is read into memory first, up to a
  * bound). An aborted or timed-out command has its whole process tree killed by a second exec (every exec
- * carries a marker in its environment) before the call rejects.
+ * carries a marker in its environment) before the call rejects. A command may run as long as it likes, but
+ * the connection must stay alive: the stream is pinged, and when the API server has sent nothing (no
+ * frame, no pong) for `requestTimeoutMs` the command rejects with `Timeout` instead of waiting forever.
  */
 import { randomBytes } from "node:crypto";
 import type { DriverExit } from "@sbox/core/spec";
@@ -171,6 +173,8 @@ export class PodExec {
       );
     }
     const v5 = ws.protocol === V5;
+    const deadlineMs = this.cluster.options.requestTimeoutMs;
+    let lastHeard = Date.now();
     let statusText = "";
     let sawStatus = false;
     let stdinClosed = false;
@@ -185,7 +189,31 @@ export class PodExec {
         void this.kill(target, marker, "SIGKILL").finally(() => reject(rejection));
       };
       input.signal.addEventListener("abort", onAbort, { once: true });
+      const heard = () => {
+        lastHeard = Date.now();
+      };
+      ws.on("pong", heard);
+      const liveness = setInterval(
+        () => {
+          if (Date.now() - lastHeard > deadlineMs) {
+            finish(
+              undefined,
+              kubernetesError(
+                "Timeout",
+                `kubernetes exec: the API server sent nothing on the command's stream for ${deadlineMs} ms (not even a pong): the connection is given up`,
+                { retryable: false },
+              ),
+            );
+            ws.terminate();
+            return;
+          }
+          if (ws.readyState === ws.OPEN) ws.ping();
+        },
+        Math.max(50, Math.floor(deadlineMs / 3)),
+      );
+      liveness.unref?.();
       ws.on("message", (data: Buffer, isBinary) => {
+        heard();
         if (!isBinary || data.length === 0) return;
         const channel = data[0];
         const payload = data.subarray(1);
@@ -196,10 +224,15 @@ export class PodExec {
           statusText += payload.toString("utf8");
         }
       });
-      const finish = (error?: Error) => {
+      const finish = (error?: Error, failure?: Error) => {
+        clearInterval(liveness);
         if (settled) return;
         settled = true;
         input.signal.removeEventListener("abort", onAbort);
+        if (failure) {
+          reject(failure);
+          return;
+        }
         if (sawStatus) {
           const result = exitFromStatus(statusText);
           if (result instanceof Error)

@@ -1,8 +1,19 @@
 /**
- * The options of `kubernetes()`, checked up front: an unknown option or a value of the wrong shape is a
- * `Validation` error when the provider is made, never ignored.
+ * The options of `kubernetes()`, checked up front by the core's option rules: an unknown option or a value
+ * of the wrong shape is a `Validation` error when the provider is made, never ignored. Each setting is the
+ * explicit option, else its environment variable (`SBOX_KUBERNETES_*`), else the default; the kubeconfig
+ * itself comes from `KUBECONFIG` the way kubectl reads it (client-node's `loadFromDefault`).
  */
-import { kubernetesError } from "./kubernetes-errors.js";
+import {
+  loadSetting,
+  optionRules,
+  type ProviderOptionRules,
+  SandboxError,
+  type SettingParser,
+  settingParsers,
+  validateProviderOptions,
+} from "@sbox/core/spec";
+import { PROVIDER_NAME } from "./kubernetes-names.js";
 
 /** How `ports.expose` reaches a port: a local port-forward (default), or a Service of this type. */
 export type KubernetesPortMode =
@@ -20,9 +31,9 @@ export interface KubernetesProviderOptions {
   kubeconfig?: string | undefined;
   /** A kubeconfig file to read instead. */
   kubeconfigPath?: string | undefined;
-  /** The kubeconfig context (default: its current context). */
+  /** The kubeconfig context (default: `SBOX_KUBERNETES_CONTEXT`, else the kubeconfig's current context). */
   context?: string | undefined;
-  /** Namespace of the sandboxes (default: the context's namespace, else `default`). */
+  /** Namespace of the sandboxes (default: `SBOX_KUBERNETES_NAMESPACE`, else the context's namespace, else `default`). */
   namespace?: string | undefined;
   /**
    * `pod` (default): a sandbox is a pod. `agent-sandbox`: a sandbox is a kubernetes-sigs/agent-sandbox
@@ -31,7 +42,7 @@ export interface KubernetesProviderOptions {
   mode?: "pod" | "agent-sandbox" | undefined;
   /** agent-sandbox mode: claim sandboxes from this SandboxWarmPool instead of creating Sandboxes. */
   warmPool?: string | undefined;
-  /** Image when `spec.template` is not set (default `busybox:stable`). */
+  /** Image when `spec.template` is not set (default: `SBOX_KUBERNETES_IMAGE`, else `busybox:stable`). */
   image?: string | undefined;
   /** `runtimeClassName` of every sandbox pod (gVisor, Kata...). */
   runtimeClassName?: string | undefined;
@@ -51,7 +62,11 @@ export interface KubernetesProviderOptions {
   ports?: KubernetesPortMode | undefined;
   /** How long `create` and `resume` wait for the pod to run (default 300 000 ms). */
   createTimeoutMs?: number | undefined;
-  /** Upper bound of every API call that is not a command's stream (default 30 000 ms). */
+  /**
+   * Deadline of one call of the API server in ms (default 30 000): its answer must begin within it (a
+   * WebSocket: its handshake). A command's stream runs as long as the command; while it is silent, the pod
+   * is checked with this deadline. Past it: a retryable `Timeout`.
+   */
   requestTimeoutMs?: number | undefined;
 }
 
@@ -79,29 +94,11 @@ export interface ResolvedKubernetesOptions {
 /** The default image. */
 export const DEFAULT_IMAGE = "busybox:stable";
 
-const KNOWN = new Set([
-  "kubeconfig",
-  "kubeconfigPath",
-  "context",
-  "namespace",
-  "mode",
-  "warmPool",
-  "image",
-  "runtimeClassName",
-  "nodeSelector",
-  "serviceAccountName",
-  "activeDeadlineSeconds",
-  "imagePullPolicy",
-  "workdir",
-  "labels",
-  "ports",
-  "createTimeoutMs",
-  "requestTimeoutMs",
-]);
-
 const LABEL_KEY =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+/** An RFC 1123 label: what namespaces are named with. */
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** Whether a string is a valid label key. */
 export function isLabelKey(key: string): boolean {
@@ -113,89 +110,121 @@ export function isLabelValue(value: string): boolean {
   return value.length <= 63 && LABEL_VALUE.test(value);
 }
 
-function invalid(message: string) {
-  return kubernetesError("Validation", `kubernetes(): ${message}`);
-}
-
-function optionalString(
-  options: KubernetesProviderOptions,
-  name: keyof KubernetesProviderOptions,
-): string | undefined {
-  const value = options[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== "string" || value === "") throw invalid(`${name} must be a non-empty string`);
-  return value;
-}
-
-function positive(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
-    throw invalid(`${name} must be a positive number, got ${String(value)}`);
-  return value;
-}
-
-function labelMap(
-  name: string,
-  value: Readonly<Record<string, string>> | undefined,
-): Readonly<Record<string, string>> {
-  if (value === undefined) return {};
-  if (typeof value !== "object" || value === null) throw invalid(`${name} must be an object of strings`);
+/** A map of labels (`nodeSelector`, `labels`): every key and value valid as a Kubernetes label. */
+const labelMapRule = optionRules.custom("an object of Kubernetes labels", (value) => {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return "must be an object of Kubernetes labels";
   for (const [k, v] of Object.entries(value)) {
     if (!isLabelKey(k) || typeof v !== "string" || !isLabelValue(v))
-      throw invalid(`${name}: ${JSON.stringify(k)}=${JSON.stringify(v)} is not a valid Kubernetes label`);
+      return `has ${JSON.stringify(k)}=${JSON.stringify(v)}, which is not a valid Kubernetes label`;
   }
-  return { ...value };
+  return undefined;
+});
+
+const portsRule = optionRules.custom(
+  '"port-forward" or { service: "NodePort" | "LoadBalancer" }',
+  (value) => {
+    if (value === "port-forward") return undefined;
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      return 'must be "port-forward" or { service: "NodePort" | "LoadBalancer", nodeHost? }';
+    const { service, nodeHost, ...rest } = value as Record<string, unknown>;
+    if (service !== "NodePort" && service !== "LoadBalancer")
+      return `service must be "NodePort" or "LoadBalancer", got ${JSON.stringify(service)}`;
+    if (nodeHost !== undefined && (typeof nodeHost !== "string" || nodeHost === ""))
+      return "nodeHost must be a non-empty string";
+    const unknown = Object.keys(rest)[0];
+    return unknown === undefined
+      ? undefined
+      : `has unknown key ${JSON.stringify(unknown)} (service, nodeHost)`;
+  },
+);
+
+/** Every option of {@link kubernetes} and what it takes: anything else is refused, not ignored. */
+const KUBERNETES_OPTION_RULES: ProviderOptionRules = {
+  // A kubeconfig's text holds the user's token or client key: never quoted in a message.
+  kubeconfig: optionRules.secret(),
+  kubeconfigPath: optionRules.nonEmptyString(),
+  context: optionRules.nonEmptyString(),
+  namespace: optionRules.nonEmptyString(),
+  mode: optionRules.oneOf(["pod", "agent-sandbox"]),
+  warmPool: optionRules.nonEmptyString(),
+  image: optionRules.nonEmptyString(),
+  runtimeClassName: optionRules.nonEmptyString(),
+  nodeSelector: labelMapRule,
+  serviceAccountName: optionRules.nonEmptyString(),
+  activeDeadlineSeconds: optionRules.positiveInteger("a positive whole number of seconds"),
+  imagePullPolicy: optionRules.oneOf(["Always", "IfNotPresent", "Never"]),
+  workdir: optionRules.custom("an absolute path", (value) =>
+    typeof value === "string" && value.startsWith("/") && !value.includes("\0")
+      ? undefined
+      : `must be an absolute path, got ${JSON.stringify(value)}`,
+  ),
+  labels: labelMapRule,
+  ports: portsRule,
+  createTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+  requestTimeoutMs: optionRules.positiveNumber("a positive number of milliseconds"),
+};
+
+const namespaceName: SettingParser<string> = settingParsers.matching(
+  NAMESPACE_NAME,
+  "be a namespace name (lowercase letters, digits and dashes, at most 63)",
+);
+
+function invalid(message: string): SandboxError {
+  return new SandboxError("Validation", `${PROVIDER_NAME}(): ${message}`, {
+    provider: PROVIDER_NAME,
+    retryable: false,
+  });
 }
 
-/** Checks the options and fills in defaults. */
+/** Checks the options and fills in defaults (option, else environment variable, else default). */
 export function resolveKubernetesOptions(options: KubernetesProviderOptions = {}): ResolvedKubernetesOptions {
-  if (typeof options !== "object" || options === null) throw invalid("options must be an object");
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) throw invalid(`unknown option ${JSON.stringify(key)}`);
-  }
+  validateProviderOptions(PROVIDER_NAME, options, KUBERNETES_OPTION_RULES);
   const mode = options.mode ?? "pod";
-  if (mode !== "pod" && mode !== "agent-sandbox")
-    throw invalid(`mode must be "pod" or "agent-sandbox", got ${JSON.stringify(mode)}`);
-  const warmPool = optionalString(options, "warmPool");
-  if (warmPool && mode !== "agent-sandbox") throw invalid('warmPool needs mode: "agent-sandbox"');
+  if (options.warmPool !== undefined && mode !== "agent-sandbox")
+    throw invalid('warmPool needs mode: "agent-sandbox"');
   if (options.kubeconfig !== undefined && options.kubeconfigPath !== undefined)
     throw invalid("give kubeconfig or kubeconfigPath, not both");
-  const deadline = options.activeDeadlineSeconds;
-  if (deadline !== undefined && !(Number.isInteger(deadline) && deadline > 0))
-    throw invalid("activeDeadlineSeconds must be a positive integer");
-  const pull = options.imagePullPolicy;
-  if (pull !== undefined && !["Always", "IfNotPresent", "Never"].includes(pull))
-    throw invalid(`imagePullPolicy must be Always, IfNotPresent or Never`);
-  const ports = options.ports ?? "port-forward";
-  if (
-    ports !== "port-forward" &&
-    !(
-      typeof ports === "object" &&
-      ports !== null &&
-      (ports.service === "NodePort" || ports.service === "LoadBalancer")
-    )
-  ) {
-    throw invalid('ports must be "port-forward" or { service: "NodePort" | "LoadBalancer" }');
-  }
-  const workdir = optionalString(options, "workdir");
-  if (workdir !== undefined && !workdir.startsWith("/")) throw invalid("workdir must be an absolute path");
+  const { positiveNumber } = settingParsers;
   return {
-    kubeconfig: optionalString(options, "kubeconfig"),
-    kubeconfigPath: optionalString(options, "kubeconfigPath"),
-    context: optionalString(options, "context"),
-    namespace: optionalString(options, "namespace"),
+    kubeconfig: options.kubeconfig,
+    kubeconfigPath: options.kubeconfigPath,
+    context: loadSetting(PROVIDER_NAME, {
+      option: "context",
+      value: options.context,
+      env: "SBOX_KUBERNETES_CONTEXT",
+      parse: settingParsers.string,
+    }),
+    namespace: loadSetting(PROVIDER_NAME, {
+      option: "namespace",
+      value: options.namespace,
+      env: "SBOX_KUBERNETES_NAMESPACE",
+      parse: namespaceName,
+    }),
     mode,
-    warmPool,
-    image: optionalString(options, "image") ?? DEFAULT_IMAGE,
-    runtimeClassName: optionalString(options, "runtimeClassName"),
-    nodeSelector: labelMap("nodeSelector", options.nodeSelector),
-    serviceAccountName: optionalString(options, "serviceAccountName"),
-    activeDeadlineSeconds: deadline,
-    imagePullPolicy: pull,
-    workdir,
-    labels: labelMap("labels", options.labels),
-    ports,
-    createTimeoutMs: positive("createTimeoutMs", options.createTimeoutMs, 300_000),
-    requestTimeoutMs: positive("requestTimeoutMs", options.requestTimeoutMs, 30_000),
+    warmPool: options.warmPool,
+    image: loadSetting(
+      PROVIDER_NAME,
+      { option: "image", value: options.image, env: "SBOX_KUBERNETES_IMAGE", parse: settingParsers.string },
+      DEFAULT_IMAGE,
+    ),
+    runtimeClassName: options.runtimeClassName,
+    nodeSelector: { ...(options.nodeSelector ?? {}) },
+    serviceAccountName: options.serviceAccountName,
+    activeDeadlineSeconds: options.activeDeadlineSeconds,
+    imagePullPolicy: options.imagePullPolicy,
+    workdir: options.workdir,
+    labels: { ...(options.labels ?? {}) },
+    ports: options.ports ?? "port-forward",
+    createTimeoutMs: loadSetting(
+      PROVIDER_NAME,
+      { option: "createTimeoutMs", value: options.createTimeoutMs, parse: positiveNumber },
+      300_000,
+    ),
+    requestTimeoutMs: loadSetting(
+      PROVIDER_NAME,
+      { option: "requestTimeoutMs", value: options.requestTimeoutMs, parse: positiveNumber },
+      30_000,
+    ),
   };
 }

@@ -19,7 +19,7 @@ import {
   kubernetesHonours,
 } from "./kubernetes-capabilities.js";
 import { KubernetesCluster } from "./kubernetes-cluster.js";
-import { kubernetesError } from "./kubernetes-errors.js";
+import { kubernetesError, toKubernetesError } from "./kubernetes-errors.js";
 import { PodExec, type PodExecInput, type PodTarget } from "./kubernetes-exec.js";
 import { readFile, readFileStream, writeFile } from "./kubernetes-files.js";
 import { killPidArgv } from "./kubernetes-kill.js";
@@ -107,7 +107,8 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
   const gone = async (s: DriverSandbox<KubernetesSandboxNative>, cause: unknown) => {
     let state: string | undefined;
     try {
-      state = (await objects.info(s.id, AbortSignal.timeout(10_000))).state;
+      // Bounded by the request deadline of the cluster's calls.
+      state = (await objects.info(s.id, new AbortController().signal)).state;
     } catch (error) {
       if (SandboxError.isInstance(error) && error.code === "NotFound") state = "destroyed";
       else return;
@@ -126,6 +127,10 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
     name: PROVIDER_NAME,
     honours: kubernetesHonours,
     ...(resolved.workdir ? { workdir: resolved.workdir } : {}),
+    // The core removes every credential the cluster sent (token, password, client key, an exec
+    // plugin's token) from every error, cause chain included.
+    secrets: () => cluster.secrets(),
+    mapError: (error: unknown, { operation }: { operation: string }) => toKubernetesError(error, operation),
   };
   const driver = {
     async doCreate(spec: Parameters<SandboxObjects["create"]>[1], { signal }: { signal: AbortSignal }) {

@@ -33,7 +33,8 @@ function untilInterrupted(context: CliContext): Promise<string> {
 /** `sbox emulate VENDOR`: runs an offline emulator of a vendor's API until interrupted. */
 export const emulateCommand: CommandDefinition = {
   name: "emulate",
-  summary: "run an offline emulator of a cloud sandbox API (e2b, fly, kubernetes) and print what its client needs",
+  summary:
+    "run an offline emulator of a cloud sandbox API (e2b, fly, kubernetes) and print what its client needs",
   usage: ["sbox emulate [--port N] [--host ADDR] [--backend local|docker] VENDOR"],
   details:
     "Starts the emulator of @sbox/emulators for VENDOR (e2b: the E2B API, envd and sandbox proxy; fly: the\n" +
