@@ -5,6 +5,7 @@
  * (Validation, previous policy kept), hostile input (a user, a NUL in argv, a host name in an allow-list),
  * bad options, and a dead API server (a retryable Provider error, not a hang).
  */
+import { connect, createServer, type Server, type Socket } from "node:net";
 import * as k8s from "@kubernetes/client-node";
 import { createSandboxClient, SandboxError } from "@sbox/core";
 import type { KubernetesEmulator } from "@sbox/emulators/kubernetes";
@@ -19,6 +20,29 @@ describe("kubernetes options", () => {
     expect(() => kubernetes({ warmPool: "pool" })).toThrow(/warmPool needs mode/);
     expect(() => kubernetes({ labels: { "bad key!": "x" } })).toThrow(/not a valid Kubernetes label/);
     expect(() => kubernetes({ activeDeadlineSeconds: -1 })).toThrow(/activeDeadlineSeconds/);
+  });
+
+  test("settings come from SBOX_KUBERNETES_* when the option is absent, and a bad value names the variable", () => {
+    const saved = process.env.SBOX_KUBERNETES_NAMESPACE;
+    try {
+      process.env.SBOX_KUBERNETES_NAMESPACE = "Not_A_Namespace";
+      expect(() => kubernetes({})).toThrow(
+        /environment variable SBOX_KUBERNETES_NAMESPACE must be a namespace name/,
+      );
+      // The explicit option wins over the variable.
+      expect(() => kubernetes({ namespace: "sandboxes" })).not.toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.SBOX_KUBERNETES_NAMESPACE;
+      else process.env.SBOX_KUBERNETES_NAMESPACE = saved;
+    }
+    const error = (() => {
+      try {
+        kubernetes({ kubeconfig: "" });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect((error as SandboxError).code).toBe("Validation");
   });
 
   test("a kubeconfig without a cluster is a Validation error at the first call, without a credential in it", async () => {
@@ -85,6 +109,55 @@ describe.skipIf(!ENGINE.ok)(`kubernetes failures through the emulator${SKIP_NOTE
     expect(Date.now() - started).toBeLessThan(30_000);
     await sandbox.destroy();
     await client.dispose();
+  });
+
+  test("an API server that goes silent mid-command (connection frozen, not closed) rejects the command with Timeout within the request deadline", async () => {
+    // A TCP relay between the provider and the emulator that can stop forwarding without closing.
+    let frozen = false;
+    const pairs: Socket[] = [];
+    const target = new URL(emulator.url);
+    const relay: Server = createServer((inbound) => {
+      const outbound = connect(Number(target.port), target.hostname);
+      pairs.push(inbound, outbound);
+      inbound.on("data", (chunk) => {
+        if (!frozen) outbound.write(chunk);
+      });
+      outbound.on("data", (chunk) => {
+        if (!frozen) inbound.write(chunk);
+      });
+      inbound.on("error", () => outbound.destroy());
+      outbound.on("error", () => inbound.destroy());
+      inbound.on("close", () => outbound.destroy());
+      outbound.on("close", () => inbound.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    const port = (relay.address() as { port: number }).port;
+    const kubeconfig = emulator.kubeconfig.replace(emulator.url, `https://127.0.0.1:${port}`);
+    const client = createSandboxClient({
+      provider: testProvider(emulator, { kubeconfig, requestTimeoutMs: 2_000 }),
+      retry: { retries: 0 },
+    });
+    const sandbox = await client.create();
+    try {
+      const running = Promise.resolve(sandbox.commands.run("sleep 60", { timeoutMs: 60_000 })).catch(
+        (e: unknown) => e,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      frozen = true;
+      const started = Date.now();
+      const error = await running;
+      const ms = Date.now() - started;
+      expect(SandboxError.isInstance(error), String(error)).toBe(true);
+      expect((error as SandboxError).code).toBe("Timeout");
+      expect((error as Error).message).toMatch(/sent nothing/);
+      expect(ms).toBeLessThan(2 * 2_000 + 2_000);
+    } finally {
+      frozen = false;
+      for (const socket of pairs) socket.destroy();
+      await sandbox.destroy();
+      await client.dispose();
+      await new Promise((resolve) => relay.close(resolve));
+    }
   });
 
   test("an image that cannot be pulled fails create quickly with NotFound naming the image, and leaves no pod", async () => {

@@ -163,6 +163,7 @@ export async function startKubernetesEmulator(
     if (!store.get(NAMESPACE, undefined, name))
       store.create(NAMESPACE, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
   }
+  const nodeId = randomBytes(16).toString("hex");
   store.create(NODE, undefined, {
     apiVersion: "v1",
     kind: "Node",
@@ -176,8 +177,16 @@ export async function startKubernetesEmulator(
         { type: "InternalIP", address: "127.0.0.1" },
         { type: "Hostname", address: NODE_NAME },
       ],
+      // Every field the OpenAPI schema requires of NodeSystemInfo (client-node's models check them). The
+      // ids are this emulator run's, not the host's; kubeProxyVersion is "" as on kubelets since 1.31.
       nodeInfo: {
+        machineID: nodeId,
+        systemUUID: `${nodeId.slice(0, 8)}-${nodeId.slice(8, 12)}-${nodeId.slice(12, 16)}-${nodeId.slice(16, 20)}-${nodeId.slice(20, 32)}`,
+        bootID: randomBytes(16).toString("hex"),
+        kernelVersion: "sbox-emulator",
+        osImage: `sbox emulator (${backend.name} backend)`,
         kubeletVersion: "v1.32.0-sbox-emulator",
+        kubeProxyVersion: "",
         operatingSystem: "linux",
         architecture: nodeLabels["kubernetes.io/arch"],
         containerRuntimeVersion: `sbox://${backend.name}`,
