@@ -204,10 +204,14 @@ describe.skipIf(!ENGINE.ok)(`kubernetes failures through the emulator${SKIP_NOTE
   });
 
   test("a LoadBalancer service on a cluster without a load-balancer controller is a Timeout naming it, and goes with the sandbox", async () => {
+    // The sandbox is made with the usual create timeout (a busy machine may take longer than the short
+    // wait below to start a container); a second client with a short one waits for the load balancer.
+    const maker = createSandboxClient({ provider: testProvider(emulator) });
+    const made = await maker.create();
     const client = createSandboxClient({
       provider: testProvider(emulator, { ports: { service: "LoadBalancer" }, createTimeoutMs: 1_500 }),
     });
-    const sandbox = await client.create();
+    const sandbox = await client.connect(made.id);
     const error = await sandbox.ports!.expose(8080).catch((e: unknown) => e);
     expect((error as SandboxError).code).toBe("Timeout");
     expect((error as Error).message).toContain("load-balancer controller");
@@ -223,6 +227,7 @@ describe.skipIf(!ENGINE.ok)(`kubernetes failures through the emulator${SKIP_NOTE
     });
     expect(after.items).toEqual([]);
     await client.dispose();
+    await maker.dispose();
   });
 
   test("exec output is byte-exact and the exit code comes from the status channel, even when the command prints a look-alike", async () => {
