@@ -1,7 +1,12 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { index: "src/index.ts", "e2b/index": "src/e2b/index.ts", "fly/index": "src/fly/index.ts" },
+  entry: {
+    index: "src/index.ts",
+    "e2b/index": "src/e2b/index.ts",
+    "fly/index": "src/fly/index.ts",
+    "kubernetes/index": "src/kubernetes/index.ts",
+  },
   format: ["esm", "cjs"],
   dts: true,
   clean: true,

@@ -48,6 +48,11 @@ export interface BackendDefaults {
 export interface EmulatorBackend {
   /** The backend provider's name (`local`, `docker`, ...). */
   readonly name: string;
+  /**
+   * The backend provider itself, for emulators whose vendor protocol carries raw bytes that the facade
+   * decodes as text (Kubernetes exec): they call its own driver methods on a machine they created here.
+   */
+  readonly provider: SandboxProvider;
   /** The spec fields the backend honours at create (`template` means snapshots can seed new machines). */
   readonly honours: readonly SpecField[];
   /** The client machines are created with (no retries: an emulator reports what the backend says). */
@@ -138,6 +143,7 @@ export async function openBackend(
   };
   return {
     name: provider.name,
+    provider,
     honours: provider.honours,
     client,
     labels,

@@ -12,6 +12,11 @@ export interface RunningEmulator {
   readonly env: Readonly<Record<string, string>>;
   /** The backend provider machines run on. */
   readonly backend: string;
+  /**
+   * A configuration file the vendor's client reads instead of (or besides) variables — Kubernetes: a
+   * kubeconfig — which `sbox emulate` prints.
+   */
+  readonly config?: { readonly name: string; readonly text: string } | undefined;
   /** Stops the emulator and destroys every machine it made. */
   close(): Promise<void>;
 }
@@ -48,6 +53,22 @@ export const EMULATORS: Readonly<Record<string, EmulatorVendor>> = {
     async start(options) {
       const { startFlyEmulator } = await import("./fly/fly-emulator.js");
       return startFlyEmulator(options);
+    },
+  },
+  kubernetes: {
+    description:
+      "Kubernetes: an API server with one node (pods, exec, logs, port-forward, network policies, agent-sandbox CRDs)",
+    client: "kubectl, client-go and @kubernetes/client-node (through the printed kubeconfig)",
+    async start(options) {
+      const { startKubernetesEmulator } = await import("./kubernetes/kubernetes-emulator.js");
+      const emulator = await startKubernetesEmulator(options);
+      return {
+        url: emulator.url,
+        env: emulator.env,
+        backend: emulator.backend,
+        config: { name: "kubeconfig", text: emulator.kubeconfig },
+        close: () => emulator.close(),
+      };
     },
   },
 };

@@ -5,7 +5,7 @@
  * or get any answer a test wants (a redirect to another origin, a body that echoes a request header).
  *
  * Upgrade requests (WebSocket and the like) are handed to the emulator's `onUpgrade`, so vendors whose
- * clients need them (Kubernetes exec) plug in here as well.
+ * clients need them (Kubernetes exec) plug in here as well; the same fault rules apply to them.
  */
 import {
   createServer,
@@ -13,7 +13,9 @@ import {
   type IncomingMessage,
   type Server,
   ServerResponse,
+  STATUS_CODES,
 } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 
 /** A request as fault rules and the request log see it. */
@@ -124,11 +126,13 @@ export interface HttpServerOptions {
   readonly faults?: FaultInjector | undefined;
   /** Shared log. */
   readonly log?: RequestLogEntry[] | undefined;
+  /** Serve HTTPS with this key and certificate (PEM), as vendors whose clients insist on TLS need. */
+  readonly tls?: { readonly key: string; readonly cert: string } | undefined;
 }
 
 /** A listening server. */
 export interface EmulatorHttpServer {
-  /** `http://host:port` */
+  /** `http://host:port` (`https://` with `tls`) */
   readonly url: string;
   readonly port: number;
   readonly faults: FaultInjector;
@@ -221,6 +225,59 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
+/** A raw HTTP/1.1 answer on an upgrade's socket (no ServerResponse exists for an upgrade). */
+function rawAnswer(socket: Socket, status: number, headers: Readonly<Record<string, string>>, body: unknown) {
+  const text = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
+  const all: Record<string, string> = {
+    "Content-Type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/json",
+    "Content-Length": String(Buffer.byteLength(text)),
+    Connection: "close",
+    ...headers,
+  };
+  const head = Object.entries(all)
+    .map(([name, value]) => `${name}: ${value.replace(/[\r\n]/g, " ")}`)
+    .join("\r\n");
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\n${head}\r\n\r\n${text}`);
+}
+
+/** An upgrade request under a fault: stalled, dropped, or answered as the fault says. */
+function answerUpgradeFault(
+  socket: Socket,
+  fault: FaultRule,
+  summary: RequestSummary,
+  options: HttpServerOptions,
+  proceed: () => void,
+  stalledSockets: Set<Socket>,
+): void {
+  if (fault.kind === "stall") {
+    stalledSockets.add(socket);
+    socket.on("close", () => stalledSockets.delete(socket));
+    if (fault.ms !== undefined) {
+      setTimeout(() => {
+        stalledSockets.delete(socket);
+        if (!socket.destroyed) proceed();
+      }, fault.ms).unref();
+    }
+    return;
+  }
+  if (fault.kind === "drop") {
+    socket.destroy();
+    return;
+  }
+  if (fault.kind === "error") {
+    const status = fault.status ?? 500;
+    rawAnswer(
+      socket,
+      status,
+      fault.headers ?? {},
+      options.errorBody(status, fault.message ?? `injected failure ${status}`),
+    );
+    return;
+  }
+  const answer = fault.respond(summary);
+  rawAnswer(socket, answer.status, answer.headers ?? {}, answer.body ?? "");
+}
+
 /** Starts one HTTP server on `host:port`. */
 export async function startHttpServer(options: HttpServerOptions): Promise<EmulatorHttpServer> {
   const faults = (options.faults ?? createFaultInjector()) as ReturnType<typeof createFaultInjector>;
@@ -228,11 +285,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const stalled = new Set<ServerResponse>();
   // Lifting the faults ends the requests a stall holds: the client sees its connection close, as it
   // would when a hung proxy finally gives up, instead of waiting for the server to shut down.
+  const stalledSockets = new Set<Socket>();
   faults.onClear(() => {
     for (const res of stalled) res.destroy();
     stalled.clear();
+    for (const socket of stalledSockets) socket.destroy();
+    stalledSockets.clear();
   });
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://emulator");
     const entry: RequestLogEntry = {
       method: req.method ?? "GET",
@@ -312,8 +372,43 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
         sendJson(target, 500, options.errorBody(500, `${options.name}: ${message}`));
       }
     }
-  });
+  };
+  const server: Server = options.tls
+    ? (createHttpsServer({ key: options.tls.key, cert: options.tls.cert }, onRequest) as unknown as Server)
+    : createServer(onRequest);
   server.on("upgrade", (req, socket: Socket, head) => {
+    // Upgrades (WebSocket, SPDY streams) meet the same faults as plain requests: a stalled API server
+    // does not answer a handshake either, and an echoing or redirecting one answers it the same way.
+    const url = new URL(req.url ?? "/", "http://emulator");
+    const summary: RequestSummary = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      url: req.url ?? "/",
+      headers: req.headers,
+    };
+    const fault = faults.take(summary);
+    if (fault) {
+      log.push({
+        method: summary.method,
+        path: summary.path,
+        url: summary.url,
+        fault: fault.kind,
+        at: new Date(),
+      });
+      if (log.length > REQUEST_LOG_LIMIT) log.splice(0, log.length - REQUEST_LOG_LIMIT);
+      answerUpgradeFault(
+        socket,
+        fault,
+        summary,
+        options,
+        () => {
+          if (options.onUpgrade) options.onUpgrade(req, socket, head);
+          else socket.destroy();
+        },
+        stalledSockets,
+      );
+      return;
+    }
     if (options.onUpgrade) {
       options.onUpgrade(req, socket, head);
       return;
@@ -334,7 +429,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   const { port } = server.address() as AddressInfo;
   const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
   return {
-    url: `http://${hostForUrl}:${port}`,
+    url: `${options.tls ? "https" : "http"}://${hostForUrl}:${port}`,
     port,
     faults,
     log,

@@ -1,6 +1,6 @@
 /**
  * `@sbox/emulators`: local emulators of sandbox vendors' APIs. Each vendor has its own subpath
- * (`@sbox/emulators/e2b`, `@sbox/emulators/fly`); this entry point holds the shared parts: the backend seam,
+ * (`@sbox/emulators/e2b`, `@sbox/emulators/fly`, `@sbox/emulators/kubernetes`); this entry point holds the shared parts: the backend seam,
  * the HTTP plumbing with fault injection, the clock, and the registry `sbox emulate` uses.
  */
 

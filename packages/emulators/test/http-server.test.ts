@@ -1,7 +1,9 @@
 /**
  * The shared HTTP plumbing: the request log and every kind of fault (stall, drop, error, respond, and the
- * after phase where the work is done but its answer lost), matched by glob, regex or predicate.
+ * after phase where the work is done but its answer lost), matched by glob, regex or predicate, on plain
+ * requests and on upgrade requests alike.
  */
+import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
 import { type EmulatorHttpServer, type FaultRule, startHttpServer } from "../src/index.js";
 
@@ -145,5 +147,81 @@ describe("faults", () => {
     s.faults.clear();
     expect((await fetch(`${s.url}/q`)).status).toBe(200);
     expect(() => s.faults.add({ match: "GET /", kind: "drop", times: 0 })).toThrow(/positive integer/);
+  });
+});
+
+describe("faults on upgrade requests", () => {
+  /** Sends a WebSocket-style upgrade request on a raw socket; resolves with what came back, or "closed". */
+  function upgrade(s: EmulatorHttpServer, path: string): { answer: Promise<string>; socket: Socket } {
+    const { port } = new URL(s.url);
+    const socket = connect(Number(port), "127.0.0.1");
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer planted-token-123\r\n\r\n`,
+    );
+    let text = "";
+    const answer = new Promise<string>((resolve) => {
+      socket.on("data", (chunk: Buffer) => {
+        text += chunk.toString("latin1");
+      });
+      socket.on("close", () => resolve(text === "" ? "closed" : text));
+      socket.on("error", () => undefined);
+    });
+    return { answer, socket };
+  }
+
+  async function startUpgrading(): Promise<EmulatorHttpServer> {
+    server = await startHttpServer({
+      name: "test",
+      host: "127.0.0.1",
+      errorBody: (status, message) => ({ code: status, message }),
+      handler: async (_req, res) => {
+        res.end("{}");
+      },
+      onUpgrade: (_req, socket) => {
+        socket.end("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+      },
+    });
+    return server;
+  }
+
+  test("stall holds the handshake until the faults are cleared, which closes it", async () => {
+    const s = await startUpgrading();
+    s.faults.add({ match: () => true, kind: "stall" });
+    const { answer } = upgrade(s, "/exec");
+    const early = await Promise.race([
+      answer,
+      new Promise((resolve) => setTimeout(() => resolve("pending"), 300)),
+    ]);
+    expect(early).toBe("pending");
+    s.faults.clear();
+    expect(await answer).toBe("closed");
+  });
+
+  test("respond answers the handshake with the fault's status, headers and body; drop cuts it; none upgrades", async () => {
+    const s = await startUpgrading();
+    s.faults.add({
+      match: "GET /exec",
+      kind: "respond",
+      times: 1,
+      respond: (request) => ({
+        status: 307,
+        headers: { Location: `http://127.0.0.2:1${request.url}` },
+        body: { echoed: request.headers.authorization },
+      }),
+    });
+    const redirected = await upgrade(s, "/exec?x=1").answer;
+    expect(redirected).toMatch(/^HTTP\/1\.1 307 Temporary Redirect\r\n/);
+    expect(redirected).toContain("Location: http://127.0.0.2:1/exec?x=1");
+    expect(redirected).toContain('{"echoed":"Bearer planted-token-123"}');
+    s.faults.add({ match: "GET /exec", kind: "drop", times: 1 });
+    expect(await upgrade(s, "/exec").answer).toBe("closed");
+    s.faults.add({ match: "GET /exec", kind: "error", status: 503, times: 1 });
+    expect(await upgrade(s, "/exec").answer).toMatch(/^HTTP\/1\.1 503 [^\r]*\r\n[\s\S]*"code":503/);
+    expect(await upgrade(s, "/exec").answer).toMatch(/^HTTP\/1\.1 101 /);
+    expect(s.log.filter((entry) => entry.fault).map((entry) => entry.fault)).toEqual([
+      "respond",
+      "drop",
+      "error",
+    ]);
   });
 });

@@ -33,14 +33,16 @@ function untilInterrupted(context: CliContext): Promise<string> {
 /** `sbox emulate VENDOR`: runs an offline emulator of a vendor's API until interrupted. */
 export const emulateCommand: CommandDefinition = {
   name: "emulate",
-  summary: "run an offline emulator of a cloud sandbox API (e2b, fly) and print the variables for its client",
+  summary:
+    "run an offline emulator of a cloud sandbox API (e2b, fly, kubernetes) and print what its client needs",
   usage: ["sbox emulate [--port N] [--host ADDR] [--backend local|docker] VENDOR"],
   details:
     "Starts the emulator of @sbox/emulators for VENDOR (e2b: the E2B API, envd and sandbox proxy; fly: the\n" +
-    "Fly Machines API and a Fly Proxy stand-in) and prints, on stdout, the environment variables that point\n" +
-    "the vendor's own client at it (`export NAME='value'` lines, or an object with --json). Every emulated\n" +
-    "machine is a sandbox of the backend: provider-local (default) or docker. The emulator runs until\n" +
-    "Ctrl-C (or SIGTERM), then destroys every machine it made and exits 0.",
+    "Fly Machines API and a Fly Proxy stand-in; kubernetes: an API server with one node) and prints, on\n" +
+    "stdout, the environment variables that point the vendor's own client at it (`export NAME='value'`\n" +
+    "lines) or the configuration file it reads (a kubeconfig for kubernetes), or both as an object with\n" +
+    "--json. Every emulated machine is a sandbox of the backend: provider-local (default) or docker. The\n" +
+    "emulator runs until Ctrl-C (or SIGTERM), then destroys every machine it made and exits 0.",
   options: {
     port: {
       type: "string",
@@ -57,6 +59,7 @@ export const emulateCommand: CommandDefinition = {
   examples: [
     "sbox emulate e2b > e2b.env &   # then: . ./e2b.env && npm test   (kill %1 stops it)",
     "sbox emulate fly --backend docker --port 4280",
+    "sbox emulate kubernetes > kubeconfig &   # then: KUBECONFIG=kubeconfig kubectl get pods",
   ],
   async run(context, args) {
     const [vendorName] = expectPositionals(args, "emulate", ["VENDOR"]);
@@ -92,9 +95,11 @@ export const emulateCommand: CommandDefinition = {
           url: emulator.url,
           backend: emulator.backend,
           env: emulator.env,
+          ...(emulator.config ? { [emulator.config.name]: emulator.config.text } : {}),
         });
       } else {
         for (const [name, value] of Object.entries(emulator.env)) context.print(exportLine(name, value));
+        if (emulator.config) context.print(emulator.config.text);
       }
       context.note(
         context.err.dim(
