@@ -52,7 +52,7 @@ export async function createTestBed(options: ShDriverOptions & { normalized?: bo
     exec: options.normalized
       ? createShellExec(provider)
       : (sandbox, script, o) => run(sandbox, script, o.signal, o.stdin),
-    execAcceptsStdin: options.stdin ?? true,
+    execStdin: (options.stdin ?? true) ? "bytes" : "none",
     stateDir,
   };
   const signal = () => AbortSignal.timeout(60_000);

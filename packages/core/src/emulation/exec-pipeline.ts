@@ -161,8 +161,12 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
           env: shellOptions.env,
           stdin: shellOptions.stdin,
           signal: shellOptions.signal,
-          onStdout: (chunk) => stdout.push(toBytes(chunk)),
-          onStderr: (chunk) => stderr.push(toBytes(chunk)),
+          onStdout: (chunk) => {
+            stdout.push(toBytes(chunk));
+          },
+          onStderr: (chunk) => {
+            stderr.push(toBytes(chunk));
+          },
         },
         false,
       );

@@ -45,7 +45,7 @@ export async function createExecBed(options: ShDriverOptions): Promise<ExecBed> 
   const contextOf = (p: ReturnType<typeof shDriver>): EmulationContext => ({
     provider: p.name,
     exec: createShellExec(p),
-    execAcceptsStdin: options.stdin ?? true,
+    execStdin: (options.stdin ?? true) ? "bytes" : "none",
     stateDir: `${sandbox.native.root}/.sbox`,
   });
   const ctx = contextOf(provider);

@@ -71,10 +71,18 @@ export interface DriverExecRequestV1 extends DriverCallOptionsV1 {
   readonly user?: string | undefined;
 }
 
-/** Output callbacks of a streaming exec; chunks are raw bytes (or text where the provider only has text). */
+/**
+ * Output callbacks of a streaming exec; chunks are raw bytes (or text where the provider only has text).
+ *
+ * Back-pressure: a callback returns a promise when the consumer is behind (a slow `for await` loop). Until
+ * it settles the driver delivers nothing more and reads nothing more from its source where it can (pause
+ * the socket or stream the output comes from), so memory stays bounded whatever the output size. A driver
+ * that ignores the return value stays correct: it only keeps a slow consumer's output in memory. A callback
+ * that returns nothing asks for no pause.
+ */
 export interface DriverOutputCallbacksV1 {
-  onStdout(chunk: Uint8Array | string): void;
-  onStderr(chunk: Uint8Array | string): void;
+  onStdout(chunk: Uint8Array | string): void | PromiseLike<void>;
+  onStderr(chunk: Uint8Array | string): void | PromiseLike<void>;
 }
 
 /** How a command ended. `exitCode` is omitted only by providers with `flags.exitCodeNative: false`. */
@@ -385,6 +393,14 @@ export interface ProviderDeclarationV1<TCaps extends CapabilityMap = CapabilityM
   /** Where the core's emulations keep their state inside the sandbox (default `/tmp/.sbox`). */
   readonly emulationStateDir?: string | undefined;
   /**
+   * What the buffered `doExec` takes as `request.stdin` (bytes the core hands it), when that is not what
+   * the `stdin` capability implies: `"bytes"` any bytes (the default when `stdin` is native), `"text"` valid
+   * UTF-8 only (the core then sends base64 text), `"none"` nothing (the default otherwise). The emulations
+   * use it to move file data in large pieces instead of 64 KiB command lines, and to hand a command's
+   * supervisor its secret (E3, E4) where no other process of the sandbox can read it.
+   */
+  readonly execStdin?: ExecStdinV1 | undefined;
+  /**
    * Credentials the provider holds: API keys, tokens, passwords in URLs, signatures of signed URLs. The core
    * removes every one of them from every error that leaves the SDK (message, stack and the whole cause
    * chain). A function, so that credentials the provider learns later (a per-sandbox token) count too.
@@ -400,6 +416,9 @@ export interface ProviderDeclarationV1<TCaps extends CapabilityMap = CapabilityM
     | ((error: unknown, context: ProviderErrorContext) => SandboxError | undefined)
     | undefined;
 }
+
+/** What a buffered exec takes on stdin: any bytes, UTF-8 text only, or nothing. */
+export type ExecStdinV1 = "bytes" | "text" | "none";
 
 /** What {@link ProviderDeclarationV1.mapError} is told about the failed call. */
 export interface ProviderErrorContext {
@@ -431,6 +450,8 @@ export type DriverCommand = DriverCommandV1;
 export type DriverExecRequest = DriverExecRequestV1;
 /** The current version of {@link DriverOutputCallbacksV1}. */
 export type DriverOutputCallbacks = DriverOutputCallbacksV1;
+/** The current version of {@link ExecStdinV1}. */
+export type ExecStdin = ExecStdinV1;
 /** The current version of {@link DriverExitV1}. */
 export type DriverExit = DriverExitV1;
 /** The current version of {@link DriverExecResultV1}. */
