@@ -17,6 +17,7 @@ import {
   type DriverExecResult,
   type DriverSandbox,
   defineProvider,
+  type ExecStdin,
   SandboxError,
   type SandboxProvider,
 } from "../src/spec/index.js";
@@ -29,8 +30,11 @@ export interface ShDriverOptions {
   exitCodes?: boolean;
   /** Honour cwd/env natively (default false, which forces E1). */
   envCwd?: boolean;
-  /** Accept stdin bytes in the exec primitive (default true). */
-  stdin?: boolean;
+  /**
+   * What the exec primitive takes on stdin (default true: any bytes, the `stdin` capability native);
+   * `"text"`: valid UTF-8 only, like Fly's exec (declared as `execStdin: "text"`); false: nothing.
+   */
+  stdin?: boolean | "text";
   /** Offer list and stop/resume natively, keeping metadata (default false). */
   lifecycle?: boolean;
 }
@@ -204,6 +208,14 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       child.stdout.on("data", (b: Buffer) => out.push(b));
       child.stderr.on("data", (b: Buffer) => err.push(b));
       child.stdin.on("error", () => {});
+      if (acceptsStdin === "text" && request.stdin instanceof Uint8Array) {
+        try {
+          new TextDecoder("utf-8", { fatal: true }).decode(request.stdin);
+        } catch {
+          child.kill("SIGKILL");
+          return reject(new SandboxError("Validation", "this exec takes stdin as UTF-8 text only"));
+        }
+      }
       if (acceptsStdin && request.stdin instanceof Uint8Array) child.stdin.end(request.stdin);
       else child.stdin.end();
       const onAbort = () => child.kill("SIGKILL");
@@ -224,7 +236,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
     name: `sh-${options.userland}`,
     capabilities: {
       ...shDriverCapabilities,
-      stdin: acceptsStdin ? "native" : "emulated",
+      stdin: acceptsStdin === true ? "native" : "emulated",
       list: lifecycle ? "native" : "unsupported",
       stop: lifecycle ? "native" : "unsupported",
     } as typeof shDriverCapabilities,
@@ -270,6 +282,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       : {}),
     doExec: exec,
     emulationStateDir: undefined,
+    ...(acceptsStdin === "text" ? { execStdin: "text" as const } : {}),
   });
   return Object.assign(provider, {
     cleanup() {
@@ -277,6 +290,12 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
     },
     longestCommandBytes: () => longest,
   });
+}
+
+/** What an exec of the sh driver with these options takes on stdin, as an emulation context says it. */
+export function execStdinFor(stdin: ShDriverOptions["stdin"]): ExecStdin {
+  if (stdin === "text") return "text";
+  return (stdin ?? true) ? "bytes" : "none";
 }
 
 /** Lists the sh-driver variants every emulation test runs under. */

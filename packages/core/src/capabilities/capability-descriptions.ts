@@ -67,7 +67,7 @@ export const CAPABILITY_DESCRIPTIONS: { readonly [K in CapabilityName]: Capabili
 };
 
 /** What each behaviour flag means. */
-export const FLAG_DESCRIPTIONS: { readonly [K in keyof CapabilityFlags]: string } = {
+export const FLAG_DESCRIPTIONS: { readonly [K in keyof CapabilityFlags]-?: string } = {
   perCommandEnvCwd: "the exec primitive honours cwd and env itself (else the core prefixes the command: E1)",
   exitCodeNative: "the exec primitive reports exit codes (else the core appends a random marker: E2)",
   preservesDiskOnStop: "stop() keeps the filesystem, so resume() finds every file again",

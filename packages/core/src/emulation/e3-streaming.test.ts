@@ -224,7 +224,7 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
           .find((dir) => existsSync(`${dir}/pid`));
       }
       expect(runDir).toBeDefined();
-      const runner = Number(readFileSync(`${runDir}/runner`, "utf8"));
+      const runner = Number(readFileSync(`${runDir}/runner`, "utf8").split(" ")[0]);
       const group = Number(readFileSync(`${runDir}/pid`, "utf8"));
       process.kill(runner, "SIGKILL");
       const error = await pending;

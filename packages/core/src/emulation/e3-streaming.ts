@@ -63,6 +63,7 @@ export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderD
         initial: run.initial,
         onStdout: (chunk) => request.onStdout(chunk),
         onStderr: (chunk) => request.onStderr(chunk),
+        ready: request.ready,
       });
     } catch (error) {
       const failure = request.signal.aborted

@@ -181,6 +181,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
       initial: spawner?.initial,
       onStdout: (chunk) => callbacks.onStdout(chunk),
       onStderr: (chunk) => callbacks.onStderr(chunk),
+      ready: callbacks.ready,
     }).catch(async (error: unknown): Promise<DriverExit> => {
       if (!callbacks.signal.aborted) throw toSandboxError(error, { provider: ctx.provider, operation: what });
       if (killOnAbort) await kill(sandbox, pid, undefined, housekeepingSignal()).catch(() => undefined);

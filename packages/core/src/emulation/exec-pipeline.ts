@@ -133,6 +133,7 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
         ...driverRequest,
         onStdout: (chunk) => request.onStdout(stdoutOf(chunk)),
         onStderr: request.onStderr,
+        ...(request.ready ? { ready: request.ready } : {}),
       });
     } else {
       const result = await options.doExec(sandbox, driverRequest);
@@ -161,12 +162,8 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
           env: shellOptions.env,
           stdin: shellOptions.stdin,
           signal: shellOptions.signal,
-          onStdout: (chunk) => {
-            stdout.push(toBytes(chunk));
-          },
-          onStderr: (chunk) => {
-            stderr.push(toBytes(chunk));
-          },
+          onStdout: (chunk) => stdout.push(toBytes(chunk)),
+          onStderr: (chunk) => stderr.push(toBytes(chunk)),
         },
         false,
       );

@@ -22,7 +22,8 @@ import { shellQuote } from "./shell-quote.js";
  * - `script` the shell script to run; `cmd` the command text shown by `commands.list()`
  * - `stdin` stdin bytes (mode `file`), or `in` a FIFO held open by the process in `holder` (mode `fifo`)
  * - `out`, `err` everything the command wrote; `pid` the command's pid (= its process group and session)
- * - `runner` the pid of the supervising shell; `exit` the exit status, written when the command ended
+ * - `runner` the pid of the supervising shell and its start time; `exit` the exit status, written when the
+ *   command ended
  * - `x.<code>.<proof>` the exit status proven with the starting client's tokens (see `exit-proof.ts`);
  *   `exit` is for everyone else (`list`, `connect` from another client) and any process can rewrite it
  * - `killed` the last signal sent through the emulation
@@ -49,17 +50,18 @@ export type DetachedStdin = "none" | "file" | "fifo";
  * tokens as the one line of its stdin and fd 6 open to the starting exec. It opens the output files itself
  * before starting the command, so the command's stdio never depends on paths, starts the command with
  * `setsid` (its pid is its process group, which `kill -SIG -<pid>` signals as a whole), reports the pid on
- * fd 6 and closes it, and survives the command to record its exit status: the proof first, then the `exit`
- * file. Being a session leader with no terminal, it does not get SIGHUP when the exec that started it ends.
+ * fd 6 and closes it, and survives the command to record its exit status: the `exit` file, then the proof
+ * as its last act. Being a session leader with no terminal, it does not get SIGHUP when the exec that started it ends.
  * In `fifo` mode a holder keeps the FIFO open (read-write, so opening it never blocks) until stdin is closed
  * or the command ends; the FIFO is removed before the holder is killed, so a writer can never wait forever
  * for a reader. The tokens stay in this shell's memory: no process's arguments, environment or file.
  */
 const RUNNER = [
-  "d=$1; k=; IFS= read -r k; exec 0</dev/null",
-  'echo $$ > "$d/runner"',
+  "d=$1; m=$2; l=$3; k=; IFS= read -r k; exec 0</dev/null",
+  // Its pid and start time (field 22 of /proc/<pid>/stat, where there is a /proc): see `sbox_alive`.
+  `st=; { read -r st < /proc/$$/stat; } 2>/dev/null; st=\${st##*) }; set -- $st; echo "$$ \${20}" > "$d/runner"`,
   'exec 3>"$d/out" 4>"$d/err"',
-  "case $2 in",
+  "case $m in",
   'fifo) mkfifo "$d/in" || exit 1',
   '  sleep 2147483647 1<>"$d/in" </dev/null 2>/dev/null 3>&- 4>&- 6>&- &',
   '  echo $! > "$d/holder"; exec 5<"$d/in";;',
@@ -68,15 +70,16 @@ const RUNNER = [
   "esac",
   'setsid sh "$d/script" <&5 >&3 2>&4 3>&- 4>&- 5<&- 6>&- &',
   'q=$!; exec 3>&- 4>&- 5<&-; echo $q > "$d/pid"',
-  'if [ -n "$3" ]; then',
-  '  if [ -L "$3/$q" ]; then o=$(readlink "$3/$q"); rm -rf "$3/$o" "$3/$q"; fi',
-  `  ln -s "\${d##*/}" "$3/$q"`,
+  'if [ -n "$l" ]; then',
+  '  if [ -L "$l/$q" ]; then o=$(readlink "$l/$q"); rm -rf "$l/$o" "$l/$q"; fi',
+  `  ln -s "\${d##*/}" "$l/$q"`,
   "fi",
   "echo $q >&6; exec 6>&-",
   "wait $q; c=$?",
-  WRITE_PROOF_SCRIPT,
   'echo $c > "$d/exit.tmp" && mv "$d/exit.tmp" "$d/exit"',
   'if [ -f "$d/holder" ]; then rm -f "$d/in"; kill "$(cat "$d/holder")" 2>/dev/null; fi',
+  // The proof last: once it exists, the supervisor is about to exit.
+  WRITE_PROOF_SCRIPT,
 ].join("\n");
 
 /** A started detached command. */
@@ -165,7 +168,7 @@ export async function startDetached(
     seen: { out: 0, err: 0 },
     removeWhenDone: request.removeWhenDone,
     proven: true,
-    rejected: 0,
+    proofsSeen: 0,
   };
   const launch = [
     tokens,

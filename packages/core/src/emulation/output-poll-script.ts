@@ -27,18 +27,29 @@ export function pollCapFor(runs: number): number {
 
 /**
  * Functions every poll defines:
+ * - `sbox_alive DIR`: true while the run's supervisor lives. The `runner` file holds its pid and start
+ *   time (from `/proc`), so neither a zombie (a sandbox whose init does not reap) nor a reused pid counts.
  * - `sbox_proofs DIR`: `n` well-formed proof names in DIR, `px` the first few of them (space-led).
- * - `sbox_ended DIR TOK KNOWN`: true when the run is gone, lost its supervisor, or has ended: with `TOK=1`
- *   when it holds more proof names than the KNOWN ones the client already rejected, else when its exit
- *   file holds a number.
- * - `sbox_poll DIR OUT ERR CAP RM TOK KNOWN`: prints `R <alive> <exit file> <out size> <err size> <done>
- *   <killed> <proof count><proofs>`, then the new stdout and stderr bytes from the offsets (at most CAP each) in base64 on
- *   one line each; `G` and two empty lines when DIR is gone. `done` is 1 when the run has ended and this poll
- *   carries all of its output; then with `RM=1` the directory is removed. Liveness is read before the exit
- *   records and those before the sizes: a supervisor that dies right after writing its record is never
- *   taken for one that died without, and sizes read after the record are final.
+ * - `sbox_ended DIR TOK KNOWN`: true when the run is gone or its supervisor has exited, or when its exit
+ *   file holds a number and, with `TOK=1` (the client holds the run's tokens), there are more proof names
+ *   than the KNOWN ones the client saw last: names and exit files other processes write only cost a look.
+ * - `sbox_poll DIR OUT ERR CAP RM TOK`: prints `R <alive> <exit file> <out size> <err size> <done> <killed>
+ *   <proof count><proofs>`, then the new stdout and stderr bytes from the offsets (at most CAP each) in
+ *   base64 on one line each; `G` and two empty lines when DIR is gone. `done` is 1 when the run has ended
+ *   (with `TOK=1`: the supervisor exited and left proof names) and this poll carries all of its output; then
+ *   with `RM=1` the directory is removed. Liveness is read before the exit records and those before the
+ *   sizes: a supervisor that dies right after writing its record is never taken for one that died without,
+ *   and sizes read after the record are final.
  */
 const POLL_FUNCTIONS = [
+  "sbox_alive() {",
+  '  r=; t=; { read -r r t < "$1/runner"; } 2>/dev/null',
+  '  kill -0 "$r" 2>/dev/null || return 1',
+  '  st=; { read -r st < "/proc/$r/stat"; } 2>/dev/null || return 0',
+  `  st=\${st##*) }; set -- $st`,
+  "  case $1 in Z|X|x) return 1;; esac",
+  `  [ -z "$t" ] || [ "$t" = "\${20}" ]`,
+  "}",
   "sbox_proofs() {",
   "  n=0; px=",
   `  for x in "$1"/${PROOF_PREFIX}*; do`,
@@ -49,25 +60,31 @@ const POLL_FUNCTIONS = [
   "}",
   "sbox_ended() {",
   '  [ -d "$1" ] || return 0',
-  '  if [ "$2" = 1 ]; then sbox_proofs "$1"; [ "$n" -gt "$3" ] && return 0',
-  '  else e=; { read -r e < "$1/exit"; } 2>/dev/null; case $e in ""|*[!0-9]*) ;; *) return 0;; esac; fi',
-  '  r=; { read -r r < "$1/runner"; } 2>/dev/null; kill -0 "$r" 2>/dev/null || return 0',
-  "  return 1",
+  '  sbox_alive "$1" || return 0',
+  '  e=; { read -r e < "$1/exit"; } 2>/dev/null; case $e in ""|*[!0-9]*) return 1;; esac',
+  '  [ "$2" = 1 ] || return 0',
+  '  sbox_proofs "$1"; [ "$n" -gt "$3" ]',
   "}",
   "sbox_poll() {",
-  "  d=$1; oo=$2; eo=$3; cap=$4; rmd=$5; tok=$6; known=$7",
+  "  d=$1; oo=$2; eo=$3; cap=$4; rmd=$5; tok=$6",
   `  if [ ! -d "$d" ]; then printf 'G\\n\\n\\n'; return 0; fi`,
-  '  a=1; r=; { read -r r < "$d/runner"; } 2>/dev/null; kill -0 "$r" 2>/dev/null || a=0',
+  '  a=1; sbox_alive "$d" || a=0',
   '  sbox_proofs "$d"',
+  // A supervisor that left its proof is exiting: give it a few ms, then read the proofs again.
+  '  if [ "$tok" = 1 ] && [ "$a" = 1 ] && [ "$n" -gt 0 ]; then',
+  '    i=0; while [ $i -lt 5 ] && sbox_alive "$d"; do sleep 0.002 2>/dev/null || break; i=$((i + 1)); done',
+  '    sbox_alive "$d" || { a=0; sbox_proofs "$d"; }',
+  "  fi",
   '  e=; { read -r e < "$d/exit"; } 2>/dev/null; case $e in "") e=-;; *[!0-9]*) e=?;; esac',
   '  k=; { read -r k < "$d/killed"; } 2>/dev/null; case $k in ""|*[!A-Z0-9]*) k=-;; esac',
   `  set -- $(stat -c %s "$d/out" "$d/err" 2>/dev/null); o=\${1:-0}; r=\${2:-0}`,
-  '  f=0; if [ "$tok" = 1 ]; then [ "$n" -gt "$known" ] && f=1; else case $e in -|"?") ;; *) f=1;; esac; fi',
+  '  f=0; if [ "$tok" = 1 ]; then [ "$a" = 0 ] && [ "$n" -gt 0 ] && f=1; else case $e in -|"?") ;; *) f=1;; esac; fi',
   '  { [ $((o - oo)) -le "$cap" ] && [ $((r - eo)) -le "$cap" ]; } || f=0',
   `  printf 'R %s %s %s %s %s %s %s%s\\n' "$a" "$e" "$o" "$r" "$f" "$k" "$n" "$px"`,
   `  if [ "$o" -gt "$oo" ]; then tail -c +$((oo + 1)) "$d/out" | head -c "$cap" | base64 | tr -d '\\n'; fi; echo`,
   `  if [ "$r" -gt "$eo" ]; then tail -c +$((eo + 1)) "$d/err" | head -c "$cap" | base64 | tr -d '\\n'; fi; echo`,
-  '  if [ "$f" = 1 ] && [ "$rmd" = 1 ]; then rm -rf "$d"; fi',
+  '  if [ "$f" = 1 ] && [ "$rmd" = 1 ]; then rm -rf "$d" 2>/dev/null; fi',
+  "  return 0",
   "}",
 ].join("\n");
 
@@ -83,8 +100,8 @@ export interface PollMember {
   readonly removeWhenDone: boolean;
   /** Whether the client holds the run's exit tokens (then only a proof ends it). */
   readonly proven: boolean;
-  /** Proof names the client already rejected. */
-  readonly rejected: number;
+  /** Proof names the last poll saw (a held poll waits for more). */
+  readonly proofsSeen: number;
 }
 
 /** How long and how often a held poll looks, in seconds per wait: short waits first, then longer ones. */
@@ -145,13 +162,15 @@ export interface PollScriptRequest {
   readonly hold?: HoldSchedule | undefined;
   /** Create the wake file first, so that a held poll of this poller in flight returns (it lacks members). */
   readonly wakeHeld?: boolean | undefined;
+  /** Run directories (relative) to remove at the end: runs that ended before their removal was safe. */
+  readonly remove?: readonly string[] | undefined;
 }
 
 const flag = (value: boolean): string => (value ? "1" : "0");
 
 /** The shell call that polls one member. */
 export function pollCall(member: PollMember, cap: number): string {
-  return `sbox_poll ${shellQuote(member.dir)} ${member.offsets.out} ${member.offsets.err} ${cap} ${flag(member.removeWhenDone)} ${flag(member.proven)} ${member.rejected}`;
+  return `sbox_poll ${shellQuote(member.dir)} ${member.offsets.out} ${member.offsets.err} ${cap} ${flag(member.removeWhenDone)} ${flag(member.proven)}`;
 }
 
 /** The definitions every poll and start script begin with. */
@@ -169,7 +188,7 @@ export function pollScript(request: PollScriptRequest): string {
     const files = dirs.map((dir) => `${dir}/out ${dir}/err`).join(" ");
     const expected = request.members.map((member) => `${member.seen.out}\n${member.seen.err}`).join("\n");
     const ended = request.members
-      .map((member, i) => `sbox_ended ${dirs[i]} ${flag(member.proven)} ${member.rejected} && return 0`)
+      .map((member, i) => `sbox_ended ${dirs[i]} ${flag(member.proven)} ${member.proofsSeen} && return 0`)
       .join("; ");
     lines.push(
       `  if [ -e ${wake} ]; then rm -f ${wake}; fi`,
@@ -191,6 +210,9 @@ export function pollScript(request: PollScriptRequest): string {
   }
   lines.push("else", "  sbox_poll() { printf 'G\\n\\n\\n'; }", "fi");
   for (const member of request.members) lines.push(pollCall(member, request.cap));
+  if (request.remove && request.remove.length > 0) {
+    lines.push(`rm -rf ${request.remove.map((dir) => shellQuote(dir)).join(" ")} 2>/dev/null; true`);
+  }
   return lines.join("\n");
 }
 

@@ -18,6 +18,7 @@ import {
   takeLines,
 } from "./output-poll-script.js";
 import { randomHex } from "./random-hex.js";
+import { shellQuote } from "./shell-quote.js";
 
 /** How a followed run ended, with its exit code. */
 export type FollowedExit = DriverExit & { exitCode: number };
@@ -41,16 +42,21 @@ export interface FollowRequest {
   readonly foreground: boolean;
   /** What the start exec's poll (from offset 0) saw. */
   readonly initial?: RunPoll | undefined;
+  /** Output, in order. */
+  onStdout(chunk: Uint8Array): void;
+  onStderr(chunk: Uint8Array): void;
   /**
-   * Output, in order. A returned promise pauses this run: nothing more is fetched until it settles, so a
-   * slow consumer keeps at most one poll's worth of output in memory.
+   * Back-pressure (see `DriverOutputCallbacks.ready`): asked after each delivery; while its promise is
+   * pending nothing more is fetched for this run, so a slow consumer holds at most one poll's worth of
+   * output in memory.
    */
-  onStdout(chunk: Uint8Array): void | PromiseLike<void>;
-  onStderr(chunk: Uint8Array): void | PromiseLike<void>;
+  readonly ready?: (() => PromiseLike<void> | undefined) | undefined;
 }
 
 /** How long to wait before looking again at a run whose supervisor seemed gone. */
 const LOST_CONFIRM_DELAY_MS = 100;
+/** How long a run directory left behind (its end was seen before its supervisor exited) waits for a poll. */
+const REMOVAL_DELAY_MS = 500;
 /** Runs in one poll at most (more wait for the next tick, in turn). */
 const MAX_POLL_MEMBERS = 200;
 /** The bound of a poll exec beyond its hold. */
@@ -63,7 +69,7 @@ class Follower implements PollMember {
   readonly dir: string;
   readonly offsets = { out: 0, err: 0 };
   readonly seen = { out: 0, err: 0 };
-  rejected = 0;
+  proofsSeen = 0;
   state: FollowerState = "idle";
   lostBefore = false;
   exit: FollowedExit | undefined;
@@ -120,6 +126,9 @@ class SandboxPoller {
   private rotation = 0;
   /** This poller's wake file, relative to the state directory. */
   private readonly wake = `poll/${randomHex(8)}`;
+  /** Run directories (relative) to remove with the next poll, or on their own after a short while. */
+  private removals: string[] = [];
+  private removalTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly ctx: EmulationContext,
@@ -156,7 +165,29 @@ class SandboxPoller {
   }
 
   private idleCheck(): void {
-    if (this.followers.size === 0 && this.inFlight === 0) this.onIdle();
+    if (this.followers.size === 0 && this.inFlight === 0 && this.removals.length === 0) this.onIdle();
+  }
+
+  /**
+   * Removes `dir` with the next poll exec; without one soon, on its own. For a run whose end (a valid
+   * proof and all output) was seen while its supervisor was still exiting.
+   */
+  private removeLater(dir: string): void {
+    this.removals.push(dir);
+    this.removalTimer ??= setTimeout(() => {
+      this.removalTimer = undefined;
+      const dirs = this.removals.splice(0);
+      if (dirs.length === 0) return;
+      this.inFlight++;
+      const script = `cd ${shellQuote(this.stateDir)} 2>/dev/null && rm -rf ${dirs.map((dir) => shellQuote(dir)).join(" ")} 2>/dev/null; true`;
+      this.ctx
+        .exec(this.sandbox, script, { signal: AbortSignal.timeout(POLL_EXEC_SLACK_MS) })
+        .catch(() => undefined)
+        .finally(() => {
+          this.inFlight--;
+          this.idleCheck();
+        });
+    }, REMOVAL_DELAY_MS);
   }
 
   private queueTick(): void {
@@ -187,10 +218,11 @@ class SandboxPoller {
 
   private poll(candidates: Follower[], hold: HoldSchedule | undefined, wakeHeld: boolean): void {
     let members = candidates;
-    let script = this.script(members, hold, wakeHeld);
+    const remove = this.removals.splice(0, 32);
+    let script = this.script(members, hold, wakeHeld, remove);
     while (members.length > 1 && !fitsCommandLine(script)) {
       members = members.slice(0, Math.ceil(members.length / 2));
-      script = this.script(members, hold, wakeHeld);
+      script = this.script(members, hold, wakeHeld, remove);
     }
     for (const member of members) member.state = "polling";
     const controller = new AbortController();
@@ -262,7 +294,12 @@ class SandboxPoller {
       });
   }
 
-  private script(members: readonly Follower[], hold: HoldSchedule | undefined, wakeHeld: boolean): string {
+  private script(
+    members: readonly Follower[],
+    hold: HoldSchedule | undefined,
+    wakeHeld: boolean,
+    remove: readonly string[],
+  ): string {
     return pollScript({
       stateDir: this.stateDir,
       members,
@@ -270,6 +307,7 @@ class SandboxPoller {
       wake: this.wake,
       hold,
       wakeHeld,
+      remove,
     });
   }
 
@@ -288,51 +326,38 @@ class SandboxPoller {
     follower.offsets.err += poll.stderr.length;
     follower.seen.out = poll.sizes.out;
     follower.seen.err = poll.sizes.err;
-    const pauses: PromiseLike<void>[] = [];
-    if (poll.stdout.length > 0) {
-      const pause = request.onStdout(poll.stdout);
-      if (pause) pauses.push(pause);
-    }
-    if (poll.stderr.length > 0) {
-      const pause = request.onStderr(poll.stderr);
-      if (pause) pauses.push(pause);
-    }
+    follower.proofsSeen = poll.proofCount;
+    if (poll.stdout.length > 0) request.onStdout(poll.stdout);
+    if (poll.stderr.length > 0) request.onStderr(poll.stderr);
+    const pause = poll.stdout.length + poll.stderr.length > 0 ? request.ready?.() : undefined;
 
     let code: number | undefined;
     if (request.tokens) {
       for (const name of poll.proofs) code ??= provenExitCode(request.tokens, name);
-      if (code === undefined) {
-        follower.rejected = poll.proofCount;
-        if (poll.done && request.removeWhenDone) {
-          this.finish(
-            follower,
-            new SandboxError(
-              "Provider",
-              `the exit record of ${request.what} was altered by another process in the sandbox; its exit status is unknown`,
-              { provider },
-            ),
-          );
-          return;
-        }
-      }
     } else if (/^[0-9]+$/.test(poll.exitRecord)) code = Number(poll.exitRecord);
     if (code !== undefined) follower.exit = exitOf(code, poll.killed);
 
     if (follower.exit) {
       const complete = follower.offsets.out >= poll.sizes.out && follower.offsets.err >= poll.sizes.err;
       if (poll.done || complete) {
+        if (request.removeWhenDone && !poll.done) this.removeLater(follower.dir);
         this.finish(follower, follower.exit, true);
         return;
       }
     } else if (!poll.alive) {
-      // A supervisor gone without a record is final, so it must be seen twice: one poll can misread it when
-      // the sandbox is short of resources (a `kill` that could not run).
-      if (follower.lostBefore) {
+      // The supervisor is gone without a record this client can accept. Proof names it cannot check mean
+      // another process replaced the record. Either is final, so it must be seen twice: one poll can misread
+      // it when the sandbox is short of resources (a `kill` that could not run); a removed directory cannot
+      // be looked at again.
+      const removed = poll.done && request.removeWhenDone;
+      if (follower.lostBefore || removed) {
         this.finish(
           follower,
           new SandboxError(
             "Provider",
-            `${request.what} lost its supervisor process inside the sandbox; its exit status is unknown`,
+            poll.proofCount > 0
+              ? `the exit record of ${request.what} was altered by another process in the sandbox; its exit status is unknown`
+              : `${request.what} lost its supervisor process inside the sandbox; its exit status is unknown`,
             { provider },
           ),
         );
@@ -348,13 +373,13 @@ class SandboxPoller {
       return;
     } else follower.lostBefore = false;
 
-    if (pauses.length === 0) {
+    if (!pause) {
       follower.state = "idle";
       this.queueTick();
       return;
     }
     follower.state = "delivering";
-    Promise.all(pauses).then(
+    Promise.resolve(pause).then(
       () => {
         if (follower.state !== "delivering") return;
         follower.state = "idle";

@@ -4,7 +4,7 @@
  * variant lacks cwd/env or exit codes, under both userlands.
  */
 import { execFileSync } from "node:child_process";
-import { type ShDriverOptions, shDriver, USERLANDS } from "../../test/sh-driver.js";
+import { execStdinFor, type ShDriverOptions, shDriver, USERLANDS } from "../../test/sh-driver.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
 import type { EmulationContext } from "./emulation-context.js";
 import { createShellExec } from "./shell-exec.js";
@@ -45,7 +45,7 @@ export async function createExecBed(options: ShDriverOptions): Promise<ExecBed> 
   const contextOf = (p: ReturnType<typeof shDriver>): EmulationContext => ({
     provider: p.name,
     exec: createShellExec(p),
-    execStdin: (options.stdin ?? true) ? "bytes" : "none",
+    execStdin: execStdinFor(options.stdin),
     stateDir: `${sandbox.native.root}/.sbox`,
   });
   const ctx = contextOf(provider);

@@ -71,18 +71,18 @@ export interface DriverExecRequestV1 extends DriverCallOptionsV1 {
   readonly user?: string | undefined;
 }
 
-/**
- * Output callbacks of a streaming exec; chunks are raw bytes (or text where the provider only has text).
- *
- * Back-pressure: a callback returns a promise when the consumer is behind (a slow `for await` loop). Until
- * it settles the driver delivers nothing more and reads nothing more from its source where it can (pause
- * the socket or stream the output comes from), so memory stays bounded whatever the output size. A driver
- * that ignores the return value stays correct: it only keeps a slow consumer's output in memory. A callback
- * that returns nothing asks for no pause.
- */
+/** Output callbacks of a streaming exec; chunks are raw bytes (or text where the provider only has text). */
 export interface DriverOutputCallbacksV1 {
-  onStdout(chunk: Uint8Array | string): void | PromiseLike<void>;
-  onStderr(chunk: Uint8Array | string): void | PromiseLike<void>;
+  onStdout(chunk: Uint8Array | string): void;
+  onStderr(chunk: Uint8Array | string): void;
+  /**
+   * Back-pressure, for drivers that can pause where their output comes from (a socket, a stream). After
+   * delivering output, call it: `undefined` means go on; a promise means the consumer is behind (a slow
+   * `for await` loop), so read nothing more from the source until it settles. Memory then stays bounded
+   * whatever the output size. A driver that never calls it stays correct: a slow consumer's output is only
+   * kept in memory meanwhile. Absent when no consumer can fall behind.
+   */
+  readonly ready?: (() => PromiseLike<void> | undefined) | undefined;
 }
 
 /** How a command ended. `exitCode` is omitted only by providers with `flags.exitCodeNative: false`. */
