@@ -37,6 +37,11 @@ export interface ShDriverOptions {
   stdin?: boolean | "text";
   /** Offer list and stop/resume natively, keeping metadata (default false). */
   lifecycle?: boolean;
+  /**
+   * Return stdout and stderr as text (decoded as UTF-8, so binary bytes are mangled), like providers whose
+   * exec only has text (default false: raw bytes).
+   */
+  textOutput?: boolean;
 }
 
 let busyboxBin: string | undefined;
@@ -224,7 +229,9 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       child.on("close", (code, signal) => {
         request.signal.removeEventListener("abort", onAbort);
         if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted"));
-        const result: DriverExecResult = { stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+        const result: DriverExecResult = options.textOutput
+          ? { stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }
+          : { stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
         if (exitCodes) result.exitCode = code ?? 128 + 9;
         if (signal) result.signal = signal;
         resolve(result);

@@ -59,12 +59,17 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     operation: string,
     stdin?: Uint8Array,
   ): Promise<ShellResult> => {
+    let result: ShellResult;
     try {
-      return await ctx.exec(sandbox, script, stdin === undefined ? { signal } : { signal, stdin });
+      result = await ctx.exec(sandbox, script, stdin === undefined ? { signal } : { signal, stdin });
     } catch (error) {
       throw toSandboxError(error, { provider: ctx.provider, operation });
     }
+    // What one exec's stdout was is what every exec's is: the provider's exec does not change its kind.
+    if (result.rawStdout !== undefined) rawStdout = result.rawStdout;
+    return result;
   };
+  let rawStdout = false;
   const errorContext = (operation: string, path: string, messages?: FileErrorContext["messages"]) => ({
     provider: ctx.provider,
     operation,
@@ -86,7 +91,7 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     return result;
   };
 
-  const shell: TransferShell = { ctx, exec, check, errorContext };
+  const shell: TransferShell = { ctx, exec, check, errorContext, rawStdout: () => rawStdout };
 
   const writeBytes = async (
     sandbox: DriverSandbox,
@@ -136,7 +141,7 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
 
   return {
     async doReadFile(sandbox, path, options) {
-      const open = await openRead(shell, sandbox, path, options.signal);
+      const open = await openRead(shell, sandbox, path, options.signal, "whole");
       if (open.more === 0) return open.first;
       const pieces = readPieces(open, options.signal);
       // One buffer of the size the first exec saw; a file that changed meanwhile is joined piece by piece.
@@ -159,7 +164,7 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     },
 
     async doReadFileStream(sandbox, path, options) {
-      const open = await openRead(shell, sandbox, path, options.signal);
+      const open = await openRead(shell, sandbox, path, options.signal, "stream");
       const pieces = readPieces(open, options.signal);
       let pending: Uint8Array | undefined = open.first.length > 0 ? open.first : undefined;
       return new ReadableStream<Uint8Array>(

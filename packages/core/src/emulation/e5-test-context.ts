@@ -45,7 +45,12 @@ export async function createTestBed(options: ShDriverOptions & { normalized?: bo
       signal,
       stdin,
     });
-    return { stdout: bytes(result.stdout), stderr: bytes(result.stderr), exitCode: result.exitCode! };
+    return {
+      stdout: bytes(result.stdout),
+      stderr: bytes(result.stderr),
+      exitCode: result.exitCode!,
+      rawStdout: typeof result.stdout !== "string",
+    };
   };
   const ctx: EmulationContext = {
     provider: provider.name,

@@ -1,8 +1,9 @@
 /**
  * E5's file transfers: reads and writes of file contents over the exec primitive, pipelined (several
- * pieces in flight at once, a bounded number) in both directions. Reads come back as base64 (an exec may
- * only carry text); writes travel raw on the exec's stdin where it takes bytes, as base64 on stdin where it
- * takes text, else as base64 on command lines of at most 64 KiB. Each piece is written at its own offset
+ * pieces in flight at once, a bounded number) in both directions. Reads come back raw where the provider's
+ * stdout carries bytes (few large pieces), else as base64 (an exec that only carries text); writes travel
+ * raw on the exec's stdin where it takes bytes, as base64 on stdin where it takes text, else as base64 on
+ * command lines of at most 64 KiB. Each piece is written at its own offset
  * (`dd seek=... conv=notrunc`) into a temporary file beside the target, which the last exec checks for the
  * expected size and moves into place. Only tools and flags that GNU and busybox share are used.
  */
@@ -21,7 +22,7 @@ import {
 } from "./emulation-context.js";
 import { feedTo, payloadLimit } from "./exec-payload.js";
 
-/** What the transfers need from E5: its exec (errors mapped) and its result check. */
+/** What the transfers need from E5: its exec (errors mapped), its result check, what stdout carries. */
 export interface TransferShell {
   readonly ctx: EmulationContext;
   exec(
@@ -33,17 +34,40 @@ export interface TransferShell {
   ): Promise<ShellResult>;
   check(result: ShellResult, context: FileErrorContext): ShellResult;
   errorContext(operation: string, path: string, messages?: FileErrorContext["messages"]): FileErrorContext;
+  /** Whether the provider's stdout is known to carry raw bytes (learned from earlier results). */
+  rawStdout(): boolean;
 }
 
-/** Bytes read per exec: `dd` blocks of 64 KiB, 64 of them. */
+const MIB = 1024 * 1024;
+/** `dd` block size of reads: pieces start at multiples of it. */
 const READ_BLOCK = 64 * 1024;
-const READ_BLOCKS = 64;
-/** Bytes per read exec. */
-export const READ_CHUNK: number = READ_BLOCK * READ_BLOCKS;
-/** Raw bytes per write exec when they travel on stdin. */
-const STDIN_WRITE_CHUNK = 4 * 1024 * 1024;
-/** Pieces in flight at once, per transfer and direction. */
-const WINDOW = 4;
+
+/**
+ * How contents move, by what the exec carries. Over raw stdout and stdin few large pieces win: every exec
+ * costs a round trip and the transport, not the number of execs in flight, bounds the throughput. Over base64
+ * and command lines the pieces are small and several are in flight, so round trips overlap.
+ */
+interface ReadPlan {
+  /** Whether pieces come back as raw bytes (else base64). */
+  readonly raw: boolean;
+  /** Bytes the first exec brings, by use: a whole-file read, or a stream. */
+  readonly firstWhole: number;
+  readonly firstStream: number;
+  /** Bytes per later piece, and how many are in flight. */
+  readonly piece: number;
+  readonly window: number;
+}
+
+function readPlan(shell: TransferShell): ReadPlan {
+  return shell.rawStdout()
+    ? { raw: true, firstWhole: 64 * MIB, firstStream: 8 * MIB, piece: 8 * MIB, window: 3 }
+    : { raw: false, firstWhole: 4 * MIB, firstStream: 4 * MIB, piece: 4 * MIB, window: 4 };
+}
+
+/** Raw bytes per write exec, and how many are in flight, when they travel on stdin. */
+const STDIN_WRITE = { bytes: { piece: 32 * MIB, window: 2 }, text: { piece: 6 * MIB, window: 4 } } as const;
+/** Pieces in flight when they travel on command lines. */
+const INLINE_WINDOW = 4;
 /**
  * What a write script may use of the command line when the data travels on it: the rest of the 64 KiB is
  * left to wrappers added by other emulations (cwd/env, exit-code marker).
@@ -93,22 +117,32 @@ class Pipeline {
 export interface OpenRead {
   readonly size: number;
   readonly first: Uint8Array;
-  /** How many pieces after the first one there are to fetch (the size seen by the first exec). */
+  /** How many pieces after the first one there are to fetch (by the size the first exec saw). */
   readonly more: number;
+  /** Bytes per later piece (a shorter one ends the file), and how many may be in flight. */
+  readonly pieceSize: number;
+  readonly window: number;
   /** Piece `index` (1-based after the first), decoded. */
   piece(index: number, signal: AbortSignal): Promise<Uint8Array>;
 }
 
-/** Opens a file for reading: one exec checks the path, reports the size and brings the first piece. */
+/**
+ * Opens a file for reading: one exec checks the path, reports the size and brings the first piece (the
+ * whole file up to 64 MiB over raw stdout when `whole`, so most files take one exec).
+ */
 export async function openRead(
   shell: TransferShell,
   sandbox: DriverSandbox,
   rawPath: string,
   signal: AbortSignal,
+  use: "whole" | "stream",
 ): Promise<OpenRead> {
+  const plan = readPlan(shell);
   const path = normalizePath(rawPath);
   const context = shell.errorContext("files.read", path);
   const arg = shellPath(path);
+  const encode = plan.raw ? "" : " | base64";
+  const firstSize = use === "whole" ? plan.firstWhole : plan.firstStream;
   const first = shell.check(
     await shell.exec(
       sandbox,
@@ -119,8 +153,8 @@ if [ -d "$f" ]; then exit ${FILE_EXIT.isDirectory}; fi
 [ -r "$f" ] || exit ${FILE_EXIT.denied}
 s=$(stat -L -c %s "$f") || exit 1
 printf '%s\\n' "$s"
-if [ "$s" -gt 0 ]; then { dd if="$f" bs=${READ_BLOCK} count=${READ_BLOCKS} 2>/dev/null || echo ${READ_FAILED} >&2; } | base64
-else { cat "$f" || echo ${READ_FAILED} >&2; } | base64; fi`,
+if [ "$s" -gt 0 ]; then { dd if="$f" bs=${READ_BLOCK} count=${firstSize / READ_BLOCK} 2>/dev/null || echo ${READ_FAILED} >&2; }${encode}
+else { cat "$f" || echo ${READ_FAILED} >&2; }${encode}; fi`,
       signal,
       "files.read",
     ),
@@ -137,34 +171,38 @@ else { cat "$f" || echo ${READ_FAILED} >&2; } | base64; fi`,
       },
     );
   }
-  const firstPiece = decodeBase64(first.stdout.subarray(newline + 1));
+  const body = first.stdout.subarray(newline + 1);
+  const firstPiece = plan.raw ? ownBytes(body) : decodeBase64(body);
   // A size of 0 means the content was read whole by `cat` (/proc files report size 0); a short first piece
   // means the file shrank meanwhile.
-  const more = size === 0 || firstPiece.length < READ_CHUNK ? 0 : Math.ceil(size / READ_CHUNK) - 1;
+  const more = size === 0 || firstPiece.length < firstSize ? 0 : Math.ceil((size - firstSize) / plan.piece);
   return {
     size,
     first: firstPiece,
-    more,
+    more: Math.max(0, more),
+    pieceSize: plan.piece,
+    window: plan.window,
     async piece(index, pieceSignal) {
+      const skip = (firstSize + (index - 1) * plan.piece) / READ_BLOCK;
       const result = shell.check(
         await shell.exec(
           sandbox,
           `f=${arg}
 [ -f "$f" ] || exit ${FILE_EXIT.notFound}
-{ dd if="$f" bs=${READ_BLOCK} skip=${index * READ_BLOCKS} count=${READ_BLOCKS} 2>/dev/null || echo ${READ_FAILED} >&2; } | base64`,
+{ dd if="$f" bs=${READ_BLOCK} skip=${skip} count=${plan.piece / READ_BLOCK} 2>/dev/null || echo ${READ_FAILED} >&2; }${encode}`,
           pieceSignal,
           "files.read",
         ),
         context,
       );
-      return decodeBase64(result.stdout);
+      return plan.raw ? ownBytes(result.stdout) : decodeBase64(result.stdout);
     },
   };
 }
 
 /**
- * Fetches the pieces of an open read in order, `WINDOW` at a time ahead of the consumer. A short piece ends
- * the file (it shrank); the last piece may be longer than the first size said (it grew meanwhile).
+ * Fetches the pieces of an open read in order, `open.window` at a time ahead of the consumer. A short piece
+ * ends the file (it shrank); the last piece may be longer than the first size said (it grew meanwhile).
  */
 export function readPieces(
   open: OpenRead,
@@ -176,7 +214,7 @@ export function readPieces(
   let requested = 0;
   let ended = false;
   const fill = () => {
-    while (!ended && ahead.length < WINDOW && requested < open.more) {
+    while (!ended && ahead.length < open.window && requested < open.more) {
       requested++;
       const fetched = open.piece(requested, pieceSignal);
       // Read ahead, so a failure is only reported when its piece is asked for.
@@ -194,7 +232,7 @@ export function readPieces(
         return undefined;
       }
       const piece = await fetched;
-      if (piece.length < READ_CHUNK) {
+      if (piece.length < open.pieceSize) {
         ended = true;
         cancelled.abort();
       }
@@ -210,8 +248,9 @@ export function readPieces(
 
 /** One upload: a temporary file beside the target, written piece by piece, moved into place at the end. */
 export interface OpenUpload {
-  /** Bytes per piece (the last one may be shorter). */
+  /** Bytes per piece (the last one may be shorter), and how many may be in flight. */
   readonly pieceSize: number;
+  readonly window: number;
   /** Sends the piece at byte `offset` (a multiple of `pieceSize`) while others are in flight. */
   piece(offset: number, data: Uint8Array): Promise<void>;
   /** Sends the last piece (possibly empty), once every other one was written, and moves the file in. */
@@ -266,7 +305,9 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
   const block = ctx.execStdin === "none" ? WRITE_BLOCK_INLINE : WRITE_BLOCK_STDIN;
   const sink = (offset: number): string =>
     `sbox_dd of="$tmp" bs=${block} seek=${offset / block} conv=notrunc`;
-  let pieceSize = STDIN_WRITE_CHUNK;
+  const transport = ctx.execStdin === "none" ? undefined : STDIN_WRITE[ctx.execStdin];
+  const window = transport?.window ?? INLINE_WINDOW;
+  let pieceSize = transport?.piece ?? 0;
   if (ctx.execStdin === "none") {
     const overhead = utf8Length(
       `${begin}${feedTo(ctx, sink(1e12), new Uint8Array(0)).script} || exit 1\n${finish(1e15)}`,
@@ -308,6 +349,7 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
   };
   return {
     pieceSize,
+    window,
     piece: (offset, data) => send(offset, data, undefined),
     finish: (offset, data, total) => send(offset, data, total),
     async discard() {
@@ -323,14 +365,14 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
 
 /**
  * Writes pieces produced by `source` (each `upload.pieceSize` bytes, the last one shorter or empty) with
- * `WINDOW` in flight; the last piece goes once all others are written, with the move into place.
+ * `upload.window` in flight; the last piece goes once all others are written, with the move into place.
  */
 export async function writePieces(
   shell: TransferShell,
   upload: OpenUpload,
   source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
 ): Promise<void> {
-  const pipeline = new Pipeline(WINDOW);
+  const pipeline = new Pipeline(upload.window);
   let offset = 0;
   let held: Uint8Array | undefined;
   try {
@@ -351,6 +393,15 @@ export async function writePieces(
     await upload.discard();
     throw toSandboxError(error, { provider: shell.ctx.provider, operation: "files.write" });
   }
+}
+
+/**
+ * Raw stdout as a plain `Uint8Array` of its own: a view when large (no copy), a copy when small, since a
+ * small Node `Buffer` may be a slice of a shared pool whose other bytes must not travel with the result.
+ */
+function ownBytes(bytes: Uint8Array): Uint8Array {
+  if (bytes.length < 64 * 1024) return new Uint8Array(bytes);
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 /** Cuts bytes in memory into pieces (views, no copies). */

@@ -7,6 +7,11 @@ export interface ShellResult {
   stderr: Uint8Array;
   /** Always present: native, or recovered by the exit-code marker (E2). */
   exitCode: number;
+  /**
+   * True when the provider handed stdout over as bytes, which the spec makes raw bytes: binary data may
+   * then come back as it is. Otherwise (text, or not known) it must come back as base64.
+   */
+  rawStdout?: boolean | undefined;
 }
 
 /** Options of one shell run. */

@@ -29,10 +29,10 @@ export interface ExecBed {
  * E1, E2 and the base64 paths all run.
  */
 export const EXEC_VARIANTS: readonly Required<
-  Pick<ShDriverOptions, "userland" | "exitCodes" | "stdin" | "envCwd">
+  Pick<ShDriverOptions, "userland" | "exitCodes" | "stdin" | "envCwd" | "textOutput">
 >[] = USERLANDS.flatMap((userland) => [
-  { userland, exitCodes: true, stdin: true, envCwd: true },
-  { userland, exitCodes: false, stdin: false, envCwd: false },
+  { userland, exitCodes: true, stdin: true, envCwd: true, textOutput: false },
+  { userland, exitCodes: false, stdin: false, envCwd: false, textOutput: true },
 ]);
 
 /** A signal for test calls that must not hang. */

@@ -94,6 +94,10 @@ export interface DriverExitV1 {
 
 /** The result of the buffered exec primitive. */
 export interface DriverExecResultV1 extends DriverExitV1 {
+  /**
+   * A `Uint8Array` holds the command's raw bytes (the core's file emulation then moves file contents
+   * unencoded); a string is text, for providers whose exec only has text.
+   */
   stdout: Uint8Array | string;
   stderr: Uint8Array | string;
 }
