@@ -120,7 +120,9 @@ class Follower implements PollMember {
  */
 class SandboxPoller {
   private readonly followers = new Set<Follower>();
-  private held: { readonly members: readonly Follower[]; readonly controller: AbortController } | undefined;
+  private held:
+    | { readonly members: readonly Follower[]; readonly controller: AbortController; woken: boolean }
+    | undefined;
   private inFlight = 0;
   private tickQueued = false;
   private rotation = 0;
@@ -208,9 +210,17 @@ class SandboxPoller {
     const ordered = [...ready.slice(start), ...ready.slice(0, start)];
     const batch = ordered.slice(0, MAX_POLL_MEMBERS);
     const now = batch.some((follower) => follower.mustPollNow);
-    if (this.held) this.poll(batch, undefined, true);
-    else if (now) this.poll(batch, undefined, false);
+    if (this.held) {
+      // A held poll that was already woken returns within one look, and its end ticks again with everyone:
+      // runs with nothing to fetch wait for it rather than wake it once more.
+      if (!now && this.held.woken) return;
+      this.poll(batch, undefined, true);
+    } else if (now) this.poll(batch, undefined, false);
     else {
+      // Hold only over every followed run: one whose own poll is still in flight would need a wake, and
+      // then a new hold without the others, over and over (one exec per round trip instead of per hold).
+      // That poll's end ticks again.
+      if ([...this.followers].some((follower) => follower.state === "polling")) return;
       const hold = batch.some((follower) => follower.request.foreground) ? FOREGROUND_HOLD : BACKGROUND_HOLD;
       this.poll(batch, hold, false);
     }
@@ -226,7 +236,8 @@ class SandboxPoller {
     }
     for (const member of members) member.state = "polling";
     const controller = new AbortController();
-    if (hold) this.held = { members, controller };
+    if (hold) this.held = { members, controller, woken: false };
+    const held = wakeHeld ? this.held : undefined;
     const holdMs = hold ? hold.waits.reduce((sum, wait) => sum + wait, 0) * 1000 : 0;
     const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(holdMs + POLL_EXEC_SLACK_MS)]);
     this.inFlight++;
@@ -240,6 +251,8 @@ class SandboxPoller {
       .then(
         (result) => {
           settled();
+          // The wake file exists now: the held poll in flight returns at its next look.
+          if (held && result.exitCode === 0) held.woken = true;
           if (result.exitCode !== 0) {
             const stderr = new TextDecoder().decode(result.stderr).trim();
             for (const member of members) {
