@@ -91,7 +91,13 @@ try {
     [
       { name: "first chunk, E3 (ms)", a: f.raw, b: f.e3, unit: "ms", ratioName: "x raw" },
       { name: "total, E3 (ms)", a: s.raw, b: s.e3, unit: "ms", ratioName: "x raw" },
-      { name: "first chunk, native doExecStream (ms)", a: f.raw, b: f.native, unit: "ms", ratioName: "x raw" },
+      {
+        name: "first chunk, native doExecStream (ms)",
+        a: f.raw,
+        b: f.native,
+        unit: "ms",
+        ratioName: "x raw",
+      },
       { name: "total, native doExecStream (ms)", a: s.raw, b: s.native, unit: "ms", ratioName: "x raw" },
     ],
   );

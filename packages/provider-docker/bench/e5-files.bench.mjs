@@ -69,7 +69,13 @@ try {
     "raw dockerode",
     "sbox E5",
     [
-      { name: "write: putArchive vs files.write (ms)", a: s.rawPut, b: s.e5Write, unit: "ms", ratioName: "x raw time" },
+      {
+        name: "write: putArchive vs files.write (ms)",
+        a: s.rawPut,
+        b: s.e5Write,
+        unit: "ms",
+        ratioName: "x raw time",
+      },
       {
         name: "write throughput (MB/s)",
         a: mbps(s.rawPut),
@@ -78,7 +84,13 @@ try {
         ratio: s.rawPut.median / s.e5Write.median,
         ratioName: "x raw",
       },
-      { name: "read: getArchive vs files.read (ms)", a: s.rawGet, b: s.e5Read, unit: "ms", ratioName: "x raw time" },
+      {
+        name: "read: getArchive vs files.read (ms)",
+        a: s.rawGet,
+        b: s.e5Read,
+        unit: "ms",
+        ratioName: "x raw time",
+      },
       {
         name: "read throughput (MB/s)",
         a: mbps(s.rawGet),

@@ -173,7 +173,9 @@ async function main() {
           async () => {
             const r = await runChild(variant, sandbox.id, containerId);
             if (r.sha !== expected || r.bytes !== total) {
-              throw new Error(`${variant}: ${r.bytes} bytes, sha256 ${r.sha}, expected ${total} and ${expected}`);
+              throw new Error(
+                `${variant}: ${r.bytes} bytes, sha256 ${r.sha}, expected ${total} and ${expected}`,
+              );
             }
             results[variant].push(r);
             return r.ms;
@@ -189,9 +191,27 @@ async function main() {
       "raw dockerode stream",
       "sbox",
       [
-        { name: "peak RSS growth, E3 (MiB)", a: of("raw", "growth"), b: of("e3", "growth"), unit: "MiB", ratioName: "x raw" },
-        { name: "peak JS heap growth, E3 (MiB)", a: of("raw", "heap"), b: of("e3", "heap"), unit: "MiB", ratioName: "x raw" },
-        { name: "peak buffer growth, E3 (MiB)", a: of("raw", "buffers"), b: of("e3", "buffers"), unit: "MiB", ratioName: "x raw" },
+        {
+          name: "peak RSS growth, E3 (MiB)",
+          a: of("raw", "growth"),
+          b: of("e3", "growth"),
+          unit: "MiB",
+          ratioName: "x raw",
+        },
+        {
+          name: "peak JS heap growth, E3 (MiB)",
+          a: of("raw", "heap"),
+          b: of("e3", "heap"),
+          unit: "MiB",
+          ratioName: "x raw",
+        },
+        {
+          name: "peak buffer growth, E3 (MiB)",
+          a: of("raw", "buffers"),
+          b: of("e3", "buffers"),
+          unit: "MiB",
+          ratioName: "x raw",
+        },
         { name: "time, E3 (ms)", a: of("raw", "ms"), b: of("e3", "ms"), unit: "ms", ratioName: "x raw" },
         { name: "events, E3", a: of("raw", "events"), b: of("e3", "events"), unit: "", ratioName: "x raw" },
         {
@@ -201,8 +221,20 @@ async function main() {
           unit: "MiB",
           ratioName: "x raw",
         },
-        { name: "time, native stream (ms)", a: of("raw", "ms"), b: of("native", "ms"), unit: "ms", ratioName: "x raw" },
-        { name: "events, native stream", a: of("raw", "events"), b: of("native", "events"), unit: "", ratioName: "x raw" },
+        {
+          name: "time, native stream (ms)",
+          a: of("raw", "ms"),
+          b: of("native", "ms"),
+          unit: "ms",
+          ratioName: "x raw",
+        },
+        {
+          name: "events, native stream",
+          a: of("raw", "events"),
+          b: of("native", "events"),
+          unit: "",
+          ratioName: "x raw",
+        },
       ],
     );
     console.log(`\nall ${ROUNDS * 3} runs delivered ${total} bytes with sha256 ${expected}`);

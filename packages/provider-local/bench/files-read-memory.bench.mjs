@@ -50,14 +50,20 @@ async function child(variant, root, sandboxId, hostFile) {
   let read;
   let close = async () => undefined;
   if (variant === "raw") {
-    read = async () => createHash("sha256").update(await readFile(hostFile)).digest("hex");
+    read = async () =>
+      createHash("sha256")
+        .update(await readFile(hostFile))
+        .digest("hex");
   } else {
     const client = createSandboxClient({ provider: local({ root, isolation: ISOLATION }) });
     const sandbox = await client.connect(sandboxId);
     close = () => client.dispose();
     read =
       variant === "read"
-        ? async () => createHash("sha256").update(await sandbox.files.read(IN_SANDBOX)).digest("hex")
+        ? async () =>
+            createHash("sha256")
+              .update(await sandbox.files.read(IN_SANDBOX))
+              .digest("hex")
         : async () => {
             const hash = createHash("sha256");
             for await (const chunk of sandbox.files.readStream(IN_SANDBOX)) hash.update(chunk);
@@ -78,9 +84,13 @@ async function child(variant, root, sandboxId, hostFile) {
 
 function runChild(...args) {
   return new Promise((resolve, reject) => {
-    const node = spawn(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), "--child", ...args], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const node = spawn(
+      process.execPath,
+      ["--expose-gc", fileURLToPath(import.meta.url), "--child", ...args],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let out = "";
     node.stdout.on("data", (chunk) => {
       out += chunk;
@@ -125,8 +135,20 @@ async function main() {
       "raw fs.readFile",
       "sbox",
       [
-        { name: "peak RSS growth, files.read (MiB)", a: of("raw", "growth"), b: of("read", "growth"), unit: "MiB", ratioName: "x raw" },
-        { name: "time, files.read (ms)", a: of("raw", "ms"), b: of("read", "ms"), unit: "ms", ratioName: "x raw" },
+        {
+          name: "peak RSS growth, files.read (MiB)",
+          a: of("raw", "growth"),
+          b: of("read", "growth"),
+          unit: "MiB",
+          ratioName: "x raw",
+        },
+        {
+          name: "time, files.read (ms)",
+          a: of("raw", "ms"),
+          b: of("read", "ms"),
+          unit: "ms",
+          ratioName: "x raw",
+        },
         {
           name: "peak RSS growth, files.readStream (MiB)",
           a: of("raw", "growth"),
@@ -134,7 +156,13 @@ async function main() {
           unit: "MiB",
           ratioName: "x raw",
         },
-        { name: "time, files.readStream (ms)", a: of("raw", "ms"), b: of("stream", "ms"), unit: "ms", ratioName: "x raw" },
+        {
+          name: "time, files.readStream (ms)",
+          a: of("raw", "ms"),
+          b: of("stream", "ms"),
+          unit: "ms",
+          ratioName: "x raw",
+        },
       ],
     );
     console.log(`\nfile size ${(SIZE / MIB).toFixed(1)} MiB; every read matched sha256 ${expected}`);
@@ -145,5 +173,6 @@ async function main() {
   }
 }
 
-if (process.argv[2] === "--child") await child(process.argv[3], process.argv[4], process.argv[5], process.argv[6]);
+if (process.argv[2] === "--child")
+  await child(process.argv[3], process.argv[4], process.argv[5], process.argv[6]);
 else await main();
