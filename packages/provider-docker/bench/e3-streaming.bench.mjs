@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createSandboxClient } from "@sbox/core";
 /**
  * E3 (streaming emulated over the buffered exec, one poller per sandbox) on Docker in primitives-only mode,
  * against a native streaming exec of raw dockerode (hijacked stream) on the same container, in the same
@@ -12,7 +13,6 @@
  * Environment: SBOX_BENCH_IMAGE (default sbox-busybox:latest), SBOX_BENCH_ROUNDS (default 10).
  */
 import Docker from "dockerode";
-import { createSandboxClient } from "@sbox/core";
 import { printComparison, rotatedRounds, summarize } from "../../../scripts/bench-rounds.mjs";
 import { docker } from "../dist/index.js";
 import { rawRun, removeLabelled } from "./raw-dockerode.mjs";

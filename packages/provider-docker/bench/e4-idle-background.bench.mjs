@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createSandboxClient } from "@sbox/core";
 /**
  * E4 (background processes emulated over the buffered exec) on Docker in primitives-only mode: the round
  * trip of `commands.run("true")` while 0, 5, 10 and 20 idle background processes (`sleep`) live in the
@@ -12,7 +13,6 @@
  * Environment: SBOX_BENCH_IMAGE (default sbox-busybox:latest), SBOX_BENCH_ROUNDS (default 40 per count).
  */
 import Docker from "dockerode";
-import { createSandboxClient } from "@sbox/core";
 import { printComparison, rotatedRounds, summarize } from "../../../scripts/bench-rounds.mjs";
 import { docker } from "../dist/index.js";
 import { rawRun, removeLabelled } from "./raw-dockerode.mjs";

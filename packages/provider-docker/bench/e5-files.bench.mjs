@@ -12,8 +12,8 @@
  * SBOX_BENCH_MB (default 20).
  */
 import { createHash, randomBytes } from "node:crypto";
-import Docker from "dockerode";
 import { createSandboxClient } from "@sbox/core";
+import Docker from "dockerode";
 import { printComparison, rotatedRounds, summarize } from "../../../scripts/bench-rounds.mjs";
 import { docker } from "../dist/index.js";
 import { rawRead, rawRun, rawWrite, removeLabelled } from "./raw-dockerode.mjs";

@@ -23,8 +23,8 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import Docker from "dockerode";
 import { createSandboxClient } from "@sbox/core";
+import Docker from "dockerode";
 import { printComparison, rotatedRounds, summarize } from "../../../scripts/bench-rounds.mjs";
 import { docker } from "../dist/index.js";
 import { removeLabelled } from "./raw-dockerode.mjs";
