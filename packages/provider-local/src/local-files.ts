@@ -96,22 +96,10 @@ export async function readSandboxFile(
   throwIfAborted(signal, "files.read");
   const handle = await openRegularForRead(view, path);
   try {
-    return plainBytes(await handle.readFile({ signal }));
+    return new Uint8Array(await handle.readFile({ signal }));
   } finally {
     await handle.close().catch(() => {});
   }
-}
-
-/** Below this size a read is copied out of its Buffer, which may be a slice of Node's shared pool. */
-const COPY_BELOW_BYTES = 64 * 1024;
-
-/**
- * A file's bytes as a plain `Uint8Array`: a view of the Buffer `readFile` filled when large, so the file is
- * held once rather than twice; a copy when small, so no other bytes of a shared pool travel with it.
- */
-function plainBytes(buffer: Buffer): Uint8Array {
-  if (buffer.length < COPY_BELOW_BYTES) return new Uint8Array(buffer);
-  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length);
 }
 
 /** Streams a file in chunks read on demand, so files larger than memory can be read. */
