@@ -275,11 +275,11 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
           }),
         );
       }
-      // Let the joins settle into one hold, then count: a hold lasts 5 s, so a second is at most one or two
-      // execs; polls that keep waking each other make hundreds.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // Let the joins settle into one hold, then count: a hold lasts 5 s, so 1.5 s see at most one or two
+      // execs; polls that keep waking each other make dozens.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
       execs = 0;
-      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(execs).toBeLessThanOrEqual(3);
       for (const process of processes) await process.kill("SIGKILL");
       for (const process of processes) await process.wait().catch(() => undefined);
