@@ -17,6 +17,7 @@ import {
   type DriverExecResult,
   type DriverSandbox,
   defineProvider,
+  type ExecStdin,
   SandboxError,
   type SandboxProvider,
 } from "../src/spec/index.js";
@@ -29,10 +30,18 @@ export interface ShDriverOptions {
   exitCodes?: boolean;
   /** Honour cwd/env natively (default false, which forces E1). */
   envCwd?: boolean;
-  /** Accept stdin bytes in the exec primitive (default true). */
-  stdin?: boolean;
+  /**
+   * What the exec primitive takes on stdin (default true: any bytes, the `stdin` capability native);
+   * `"text"`: valid UTF-8 only, like Fly's exec (declared as `execStdin: "text"`); false: nothing.
+   */
+  stdin?: boolean | "text";
   /** Offer list and stop/resume natively, keeping metadata (default false). */
   lifecycle?: boolean;
+  /**
+   * Return stdout and stderr as text (decoded as UTF-8, so binary bytes are mangled), like providers whose
+   * exec only has text (default false: raw bytes).
+   */
+  textOutput?: boolean;
 }
 
 let busyboxBin: string | undefined;
@@ -204,6 +213,14 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       child.stdout.on("data", (b: Buffer) => out.push(b));
       child.stderr.on("data", (b: Buffer) => err.push(b));
       child.stdin.on("error", () => {});
+      if (acceptsStdin === "text" && request.stdin instanceof Uint8Array) {
+        try {
+          new TextDecoder("utf-8", { fatal: true }).decode(request.stdin);
+        } catch {
+          child.kill("SIGKILL");
+          return reject(new SandboxError("Validation", "this exec takes stdin as UTF-8 text only"));
+        }
+      }
       if (acceptsStdin && request.stdin instanceof Uint8Array) child.stdin.end(request.stdin);
       else child.stdin.end();
       const onAbort = () => child.kill("SIGKILL");
@@ -212,7 +229,9 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       child.on("close", (code, signal) => {
         request.signal.removeEventListener("abort", onAbort);
         if (request.signal.aborted) return reject(new SandboxError("Aborted", "exec aborted"));
-        const result: DriverExecResult = { stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+        const result: DriverExecResult = options.textOutput
+          ? { stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }
+          : { stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
         if (exitCodes) result.exitCode = code ?? 128 + 9;
         if (signal) result.signal = signal;
         resolve(result);
@@ -224,7 +243,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
     name: `sh-${options.userland}`,
     capabilities: {
       ...shDriverCapabilities,
-      stdin: acceptsStdin ? "native" : "emulated",
+      stdin: acceptsStdin === true ? "native" : "emulated",
       list: lifecycle ? "native" : "unsupported",
       stop: lifecycle ? "native" : "unsupported",
     } as typeof shDriverCapabilities,
@@ -270,6 +289,7 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
       : {}),
     doExec: exec,
     emulationStateDir: undefined,
+    ...(acceptsStdin === "text" ? { execStdin: "text" as const } : {}),
   });
   return Object.assign(provider, {
     cleanup() {
@@ -277,6 +297,12 @@ export function shDriver(options: ShDriverOptions): SandboxProvider<typeof shDri
     },
     longestCommandBytes: () => longest,
   });
+}
+
+/** What an exec of the sh driver with these options takes on stdin, as an emulation context says it. */
+export function execStdinFor(stdin: ShDriverOptions["stdin"]): ExecStdin {
+  if (stdin === "text") return "text";
+  return (stdin ?? true) ? "bytes" : "none";
 }
 
 /** Lists the sh-driver variants every emulation test runs under. */

@@ -151,6 +151,68 @@ function whereOf(filter: NormalizedFilter): { sql: string; params: unknown[] } {
   return { sql: clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
+/** Most distinct list queries (one per filter shape) whose prepared statements a store keeps. */
+const QUERY_CACHE_SIZE = 64;
+
+/** An open database with every fixed statement prepared once, and a bounded cache for list queries. */
+interface SqliteHandle {
+  readonly db: BetterSqlite3.Database;
+  readonly get: BetterSqlite3.Statement;
+  readonly history: BetterSqlite3.Statement;
+  /** Inserts a record and its first history entry in one transaction; false when the id exists. */
+  readonly insertWithHistory: BetterSqlite3.Transaction<(row: SandboxRow, entry: HistoryRow) => boolean>;
+  /** The compare-and-set update and its history entry in one transaction; false when the version moved. */
+  readonly updateWithHistory: BetterSqlite3.Transaction<
+    (row: SandboxRow & { expected: number }, entry: HistoryRow) => boolean
+  >;
+  /** A prepared statement for `sql`, prepared on its first use and kept (least recently used goes first). */
+  query(sql: string): BetterSqlite3.Statement;
+}
+
+/**
+ * Prepares the store's statements once per open database: preparing compiles SQL, which cost a third of a
+ * compare-and-set when it was done on every call.
+ */
+function prepareStatements(db: BetterSqlite3.Database): SqliteHandle {
+  const insertRecord = db.prepare(
+    `INSERT INTO sbox_sandboxes (${COLUMNS}) VALUES (@id, @version, @status, @provider, @sandbox_id, @owner_id, @labels, @metadata, @spec, @lease_owner, @lease_expires_at, @error, @runtime, @created_at, @updated_at, @expires_at) ON CONFLICT (id) DO NOTHING`,
+  );
+  const updateRecord = db.prepare(
+    "UPDATE sbox_sandboxes SET version = @version, status = @status, provider = @provider, sandbox_id = @sandbox_id, owner_id = @owner_id, labels = @labels, metadata = @metadata, spec = @spec, lease_owner = @lease_owner, lease_expires_at = @lease_expires_at, error = @error, runtime = @runtime, created_at = @created_at, updated_at = @updated_at, expires_at = @expires_at WHERE id = @id AND version = @expected",
+  );
+  const insertHistory = db.prepare(
+    "INSERT INTO sbox_sandbox_history (record_id, version, kind, from_status, to_status, actor, at, detail) VALUES (@record_id, @version, @kind, @from_status, @to_status, @actor, @at, @detail)",
+  );
+  const queries = new Map<string, BetterSqlite3.Statement>();
+  return {
+    db,
+    get: db.prepare(`SELECT ${COLUMNS} FROM sbox_sandboxes WHERE id = ?`),
+    history: db.prepare(
+      "SELECT record_id, version, kind, from_status, to_status, actor, at, detail FROM sbox_sandbox_history WHERE record_id = ? ORDER BY version",
+    ),
+    insertWithHistory: db.transaction((row: SandboxRow, entry: HistoryRow) => {
+      if (insertRecord.run(row).changes !== 1) return false;
+      insertHistory.run(entry);
+      return true;
+    }),
+    updateWithHistory: db.transaction((row: SandboxRow & { expected: number }, entry: HistoryRow) => {
+      if (updateRecord.run(row).changes !== 1) return false;
+      insertHistory.run(entry);
+      return true;
+    }),
+    query(sql) {
+      let statement = queries.get(sql);
+      if (statement) queries.delete(sql);
+      else {
+        statement = db.prepare(sql);
+        if (queries.size >= QUERY_CACHE_SIZE) queries.delete(queries.keys().next().value as string);
+      }
+      queries.set(sql, statement);
+      return statement;
+    },
+  };
+}
+
 /**
  * The embedded default store: one SQLite file (WAL mode) shared safely by every process on this machine.
  * `better-sqlite3` is loaded on first use, so importing the manager costs nothing until then.
@@ -159,10 +221,10 @@ function whereOf(filter: NormalizedFilter): { sql: string; params: unknown[] } {
 export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
   const path = options.path ?? defaultSqlitePath();
   const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
-  let opening: Promise<BetterSqlite3.Database> | undefined;
+  let opening: Promise<SqliteHandle> | undefined;
   let closed = false;
 
-  const open = async (): Promise<BetterSqlite3.Database> => {
+  const open = async (): Promise<SqliteHandle> => {
     if (closed) throw new SandboxError("InvalidState", "sqlite store is closed", { retryable: false });
     opening ??= (async () => {
       let Database: typeof BetterSqlite3;
@@ -180,7 +242,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
         db.pragma("journal_mode = WAL");
         db.pragma("synchronous = NORMAL");
         migrate(db);
-        return db;
+        return prepareStatements(db);
       } catch (cause) {
         throw toSandboxError(cause, { operation: `sqlite store ${path}` });
       }
@@ -193,19 +255,13 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
     }
   };
 
-  const run = async <T>(operation: string, fn: (db: BetterSqlite3.Database) => T): Promise<T> => {
-    const db = await open();
+  const run = async <T>(operation: string, fn: (handle: SqliteHandle) => T): Promise<T> => {
+    const handle = await open();
     try {
-      return fn(db);
+      return fn(handle);
     } catch (cause) {
       throw toSandboxError(cause, { operation: `sqlite store ${operation}` });
     }
-  };
-
-  const insertHistory = (db: BetterSqlite3.Database, entry: HistoryEntry): void => {
-    db.prepare(
-      "INSERT INTO sbox_sandbox_history (record_id, version, kind, from_status, to_status, actor, at, detail) VALUES (@record_id, @version, @kind, @from_status, @to_status, @actor, @at, @detail)",
-    ).run(historyParams(entry));
   };
 
   return {
@@ -215,66 +271,41 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
     },
     async insert(record, entry) {
       assertWritable(undefined, record, entry.version);
-      const inserted = await run("insert", (db) =>
-        db
-          .transaction(() => {
-            const result = db
-              .prepare(
-                `INSERT INTO sbox_sandboxes (${COLUMNS}) VALUES (@id, @version, @status, @provider, @sandbox_id, @owner_id, @labels, @metadata, @spec, @lease_owner, @lease_expires_at, @error, @runtime, @created_at, @updated_at, @expires_at) ON CONFLICT (id) DO NOTHING`,
-              )
-              .run(toRow(record));
-            if (result.changes !== 1) return false;
-            insertHistory(db, entry);
-            return true;
-          })
-          .immediate(),
+      const inserted = await run("insert", (handle) =>
+        handle.insertWithHistory.immediate(toRow(record), historyParams(entry)),
       );
       if (!inserted)
         throw new SandboxError("Conflict", `record ${record.id} already exists`, { retryable: false });
     },
     async get(id) {
-      return run("get", (db) => {
-        const row = db.prepare(`SELECT ${COLUMNS} FROM sbox_sandboxes WHERE id = ?`).get(id) as
-          | SandboxRow
-          | undefined;
+      return run("get", (handle) => {
+        const row = handle.get.get(id) as SandboxRow | undefined;
         return row ? fromRow(row) : undefined;
       });
     },
     async list(filter?: RecordFilter) {
       const normalized = normalizeFilter(filter);
-      return run("list", (db) => {
+      return run("list", (handle) => {
         const where = whereOf(normalized);
         const limit = normalized.limit === undefined ? "" : ` LIMIT ${normalized.limit}`;
-        const rows = db
-          .prepare(`SELECT ${COLUMNS} FROM sbox_sandboxes ${where.sql} ORDER BY created_at, id${limit}`)
+        const rows = handle
+          .query(`SELECT ${COLUMNS} FROM sbox_sandboxes ${where.sql} ORDER BY created_at, id${limit}`)
           .all(...where.params) as SandboxRow[];
         return rows.map(fromRow);
       });
     },
     async update(expectedVersion, next, entry) {
       assertWritable(expectedVersion, next, entry.version);
-      return run("update", (db) =>
-        db
-          .transaction(() => {
-            const result = db
-              .prepare(
-                "UPDATE sbox_sandboxes SET version = @version, status = @status, provider = @provider, sandbox_id = @sandbox_id, owner_id = @owner_id, labels = @labels, metadata = @metadata, spec = @spec, lease_owner = @lease_owner, lease_expires_at = @lease_expires_at, error = @error, runtime = @runtime, created_at = @created_at, updated_at = @updated_at, expires_at = @expires_at WHERE id = @id AND version = @expected",
-              )
-              .run({ ...toRow(next), expected: expectedVersion });
-            if (result.changes !== 1) return false;
-            insertHistory(db, entry);
-            return true;
-          })
-          .immediate(),
+      return run("update", (handle) =>
+        handle.updateWithHistory.immediate(
+          { ...toRow(next), expected: expectedVersion },
+          historyParams(entry),
+        ),
       );
     },
     async history(id) {
-      return run("history", (db) => {
-        const rows = db
-          .prepare(
-            "SELECT record_id, version, kind, from_status, to_status, actor, at, detail FROM sbox_sandbox_history WHERE record_id = ? ORDER BY version",
-          )
-          .all(id) as HistoryRow[];
+      return run("history", (handle) => {
+        const rows = handle.history.all(id) as HistoryRow[];
         return rows.map(
           (row): HistoryEntry => ({
             recordId: row.record_id,
@@ -291,9 +322,9 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SandboxStore {
     },
     async close() {
       closed = true;
-      const db = opening ? await opening.catch(() => undefined) : undefined;
+      const handle = opening ? await opening.catch(() => undefined) : undefined;
       opening = undefined;
-      db?.close();
+      handle?.db.close();
     },
   };
 }

@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import { docker as dockerProvider } from "../dist/index.js";
+import { rawCreate, rawRead, rawRun, rawWrite, removeLabelled } from "./raw-dockerode.mjs";
 
 const IMAGE = process.env.SBOX_BENCH_IMAGE ?? "sbox-busybox:latest";
 const EXEC_RUNS = Number(process.env.SBOX_BENCH_RUNS ?? 100);
@@ -62,83 +63,6 @@ async function pair(runs, a, b, warmup = 2) {
   return [median(ta), median(tb)];
 }
 
-// raw dockerode, written the way a careful user would
-async function rawCreate() {
-  const container = await raw.createContainer({
-    Image: IMAGE,
-    Entrypoint: ["sleep"],
-    Cmd: ["2147483647"],
-    Labels: LABELS,
-    HostConfig: { Init: true },
-  });
-  await container.start();
-  return container;
-}
-
-function rawDemux(stream) {
-  return new Promise((resolve, reject) => {
-    const out = [];
-    let pending = Buffer.alloc(0);
-    stream.on("data", (chunk) => {
-      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-      while (pending.length >= 8) {
-        const size = pending.readUInt32BE(4);
-        if (pending.length < 8 + size) break;
-        out.push(pending.subarray(8, 8 + size));
-        pending = pending.subarray(8 + size);
-      }
-    });
-    stream.on("end", () => resolve(Buffer.concat(out)));
-    stream.on("close", () => resolve(Buffer.concat(out)));
-    stream.on("error", reject);
-  });
-}
-
-async function rawRun(container, cmd) {
-  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({ hijack: true });
-  await rawDemux(stream);
-  const info = await exec.inspect();
-  return info.ExitCode;
-}
-
-function tarOf(name, data) {
-  const header = Buffer.alloc(512);
-  header.write(name, 0);
-  header.write("0000644\0", 100);
-  header.write("0000000\0", 108);
-  header.write("0000000\0", 116);
-  header.write(`${data.length.toString(8).padStart(11, "0")}\0`, 124);
-  header.write(
-    `${Math.floor(Date.now() / 1000)
-      .toString(8)
-      .padStart(11, "0")}\0`,
-    136,
-  );
-  header.write("        ", 148);
-  header.write("0", 156);
-  header.write("ustar\0", 257);
-  header.write("00", 263);
-  let sum = 0;
-  for (const byte of header) sum += byte;
-  header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148);
-  const pad = (512 - (data.length % 512)) % 512;
-  return Buffer.concat([header, data, Buffer.alloc(pad + 1024)]);
-}
-
-async function rawWrite(container, dir, name, data) {
-  await container.putArchive(tarOf(name, data), { path: dir });
-}
-
-async function rawRead(container, path) {
-  const stream = await container.getArchive({ path });
-  const chunks = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  const tar = Buffer.concat(chunks);
-  const size = Number.parseInt(tar.subarray(124, 136).toString("ascii").replace(/\0.*$/s, "").trim(), 8);
-  return tar.subarray(512, 512 + size);
-}
-
 const rows = [];
 function row(name, rawMs, sboxMs, bytes) {
   const entry = { name, rawMs, sboxMs };
@@ -155,7 +79,7 @@ try {
   const created = [];
   const [createRaw, createSbox] = await pair(
     CREATE_RUNS,
-    async () => created.push({ raw: await rawCreate() }),
+    async () => created.push({ raw: await rawCreate(raw, IMAGE, LABELS) }),
     async () => created.push({ sbox: await provider.doCreate({}, signal()) }),
     1,
   );
@@ -226,12 +150,7 @@ try {
   }
 } finally {
   for (const c of cleanup) await c.remove({ force: true }).catch(() => undefined);
-  const left = await raw.listContainers({ all: true, filters: { label: [`sbox.bench=${process.pid}`] } });
-  for (const c of left)
-    await raw
-      .getContainer(c.Id)
-      .remove({ force: true })
-      .catch(() => undefined);
+  await removeLabelled(raw, `sbox.bench=${process.pid}`);
 }
 
 const pad = (s, n) => String(s).padEnd(n);

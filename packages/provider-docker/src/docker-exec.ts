@@ -20,6 +20,8 @@ export interface DockerExecInput {
   readonly killOnAbort?: boolean | undefined;
   onStdout(chunk: Uint8Array): void;
   onStderr(chunk: Uint8Array): void;
+  /** Back-pressure: while its promise is pending the connection is paused (see `DriverOutputCallbacks`). */
+  readonly ready?: (() => PromiseLike<void> | undefined) | undefined;
 }
 
 /** How long killing a tree after an abort may take before the abort is reported anyway. */
@@ -254,7 +256,18 @@ async function runWatchedExec(
 
   const streamEnded = new Promise<void>((resolve, reject) => {
     socket.once("data", started);
-    socket.on("data", (data: Buffer) => demuxer.push(data));
+    socket.on("data", (data: Buffer) => {
+      demuxer.push(data);
+      // Back-pressure: while the consumer is behind the connection is paused, so the engine (and the
+      // command's pipe behind it) holds the output instead of this process's memory.
+      const behind = input.ready?.();
+      if (!behind) return;
+      socket.pause();
+      Promise.resolve(behind).then(
+        () => socket.resume(),
+        () => socket.resume(),
+      );
+    });
     socket.once("end", () => resolve());
     socket.once("close", () => resolve());
     socket.once("error", (error) => reject(toDockerError(error, "exec stream")));

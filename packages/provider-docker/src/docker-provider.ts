@@ -134,6 +134,7 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
         ...execInput(request),
         onStdout: (chunk) => request.onStdout(chunk),
         onStderr: (chunk) => request.onStderr(chunk),
+        ready: request.ready,
       });
     },
     async doKillProcess(s, pid, signalName, { signal }) {

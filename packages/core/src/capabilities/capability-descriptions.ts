@@ -67,7 +67,7 @@ export const CAPABILITY_DESCRIPTIONS: { readonly [K in CapabilityName]: Capabili
 };
 
 /** What each behaviour flag means. */
-export const FLAG_DESCRIPTIONS: { readonly [K in keyof CapabilityFlags]: string } = {
+export const FLAG_DESCRIPTIONS: { readonly [K in keyof CapabilityFlags]-?: string } = {
   perCommandEnvCwd: "the exec primitive honours cwd and env itself (else the core prefixes the command: E1)",
   exitCodeNative: "the exec primitive reports exit codes (else the core appends a random marker: E2)",
   preservesDiskOnStop: "stop() keeps the filesystem, so resume() finds every file again",
@@ -75,6 +75,8 @@ export const FLAG_DESCRIPTIONS: { readonly [K in keyof CapabilityFlags]: string 
   previewModel: "how exposed ports are reached (subdomain, tunnel, declaredPorts, ip, localhost, none)",
   nativeExpiry: "the provider enforces ttlMs / setTimeout itself (else client.reap() does)",
   snapshotFilesystemOnly: "snapshots and forks carry the filesystem only (no memory, no processes)",
+  exitCodeForgeable:
+    "another process in the sandbox can change the exit code reported for a streamed or background command",
 };
 
 /** One automatic emulation of the core: what it builds and what it must hold. */

@@ -20,4 +20,11 @@ export interface CapabilityFlags {
   readonly nativeExpiry: boolean;
   /** Snapshots and forks carry the filesystem only (no memory, no processes). */
   readonly snapshotFilesystemOnly: boolean;
+  /**
+   * Another process inside the sandbox can change the exit code reported for a streamed or background
+   * command (it comes from a record that process can write). A provider declares it for its own methods;
+   * the core sets it where its emulations (E3, E4) run over an exec that takes no stdin, which leaves no
+   * channel for the supervisor's secret. Reported exit codes are otherwise proven, see the core README.
+   */
+  readonly exitCodeForgeable?: boolean | undefined;
 }

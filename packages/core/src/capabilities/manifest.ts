@@ -76,5 +76,11 @@ export function checkProviderManifest(provider: SandboxProvider): ManifestProble
       problems.push({ message: `unknown capability ${key} in the declaration` });
     }
   }
+  const execStdin: unknown = provider.execStdin;
+  if (execStdin !== undefined && execStdin !== "bytes" && execStdin !== "text" && execStdin !== "none") {
+    problems.push({
+      message: `execStdin must be "bytes", "text" or "none", got ${JSON.stringify(execStdin)}`,
+    });
+  }
   return problems;
 }

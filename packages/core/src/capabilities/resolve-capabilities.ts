@@ -1,4 +1,4 @@
-import type { SandboxProvider } from "../spec/provider-spec.js";
+import type { ExecStdin, SandboxProvider } from "../spec/provider-spec.js";
 import { AUTOMATIC_EMULATIONS, type LossyEmulation } from "./capability-emulation.js";
 import type { CapabilityFlags } from "./capability-flags.js";
 import type { CapabilityLevel, CapabilityMap, CapabilityName } from "./capability-names.js";
@@ -39,5 +39,16 @@ export function resolveCapabilities(
     if (map[name] === "unsupported") map[name] = "emulated";
   }
   if (map.codeInterpreter === "emulated") map.statefulKernel = "unsupported";
-  return { map, flags };
+  // E3 (streaming, and stdin fed from a file) and E4 hand their supervisor a secret on the exec's stdin;
+  // without one it travels on a command line, which every process of the sandbox can read.
+  const supervised =
+    map.streaming === "emulated" || map.background === "emulated" || map.stdin === "emulated";
+  const exitCodeForgeable =
+    provider.flags.exitCodeForgeable === true || (supervised && execStdinOf(provider) === "none");
+  return { map, flags: { ...flags, exitCodeForgeable } };
+}
+
+/** What the provider's buffered exec takes on stdin: its declaration, else what its `stdin` level implies. */
+export function execStdinOf(provider: Pick<SandboxProvider, "execStdin" | "capabilities">): ExecStdin {
+  return provider.execStdin ?? (provider.capabilities.stdin === "native" ? "bytes" : "none");
 }

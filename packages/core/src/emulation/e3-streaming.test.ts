@@ -38,9 +38,11 @@ async function stream(
 
 const text = (chunks: Uint8Array[]): string => decoder.decode(Buffer.concat(chunks));
 
-/** Run directories left under the state dir (the pid index of E4 aside). */
+/** Run directories left under the state dir (the pid index of E4 and the pollers' wake files aside). */
 const leftovers = (bed: ExecBed): string[] =>
-  existsSync(bed.ctx.stateDir) ? readdirSync(bed.ctx.stateDir).filter((name) => name !== "proc") : [];
+  existsSync(bed.ctx.stateDir)
+    ? readdirSync(bed.ctx.stateDir).filter((name) => name !== "proc" && name !== "poll")
+    : [];
 
 describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
   "E3 streaming on $userland (exit codes: $exitCodes, stdin: $stdin)",
@@ -156,7 +158,7 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
         },
       );
       expect(text(result.stdout)).toBe("in\nend\n");
-      expect(readdirSync(stateDir)).toEqual([]);
+      expect(readdirSync(stateDir).filter((name) => name !== "poll")).toEqual([]);
       expect(existsSync(`${bed.root}/pwned`)).toBe(false);
     });
 
@@ -219,10 +221,10 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
         await new Promise((resolve) => setTimeout(resolve, 25));
         runDir = leftovers(bed)
           .map((name) => `${bed.ctx.stateDir}/${name}`)
-          .find((dir) => existsSync(`${dir}/started`));
+          .find((dir) => existsSync(`${dir}/pid`));
       }
       expect(runDir).toBeDefined();
-      const runner = Number(readFileSync(`${runDir}/runner`, "utf8"));
+      const runner = Number(readFileSync(`${runDir}/runner`, "utf8").split(" ")[0]);
       const group = Number(readFileSync(`${runDir}/pid`, "utf8"));
       process.kill(runner, "SIGKILL");
       const error = await pending;

@@ -255,6 +255,36 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
       expect(existsSync(`${bed.root}/pwned`)).toBe(false);
     });
 
+    test("idle followed processes share one held poll instead of polling each other awake", async () => {
+      let execs = 0;
+      const counted: EmulationContext = {
+        ...bed.ctx,
+        exec: (sandbox, script, options) => {
+          execs++;
+          return bed.ctx.exec(sandbox, script, options);
+        },
+      };
+      const idle = emulatedBackground(counted);
+      const processes: DriverProcess[] = [];
+      for (let i = 0; i < 5; i++) {
+        processes.push(
+          await idle.doSpawn(bed.sandbox, {
+            command: { shell: "sleep 60" },
+            signal: testSignal(),
+            ...new Output().callbacks,
+          }),
+        );
+      }
+      // Let the joins settle into one hold, then count: a hold lasts 5 s, so 1.5 s see at most one or two
+      // execs; polls that keep waking each other make dozens.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      execs = 0;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(execs).toBeLessThanOrEqual(3);
+      for (const process of processes) await process.kill("SIGKILL");
+      for (const process of processes) await process.wait().catch(() => undefined);
+    });
+
     test("the longest command line stays within 64 KiB", () => {
       expect(bed.provider.longestCommandBytes()).toBeLessThanOrEqual(MAX_COMMAND_LINE_BYTES);
     });

@@ -9,9 +9,12 @@ import type {
   ProcessInfo,
   ProviderDriver,
 } from "../spec/provider-spec.js";
+import { decodeBase64 } from "./e5-base64.js";
 import { abortReasonOf } from "./e7-timeout.js";
 import { type EmulationContext, stateDirOf } from "./emulation-context.js";
+import { type ExitTokens, newExitTokens } from "./exit-proof.js";
 import {
+  type DetachedRun,
   detachedScript,
   housekeepingSignal,
   killGroupScript,
@@ -19,7 +22,7 @@ import {
   RUN_FILES,
   startDetached,
 } from "./output-detached.js";
-import { followOutput } from "./output-poller.js";
+import { type FollowRequest, followRun } from "./output-poller.js";
 import { appendCommand, chunkBytesFor, pieces, type UploadSource } from "./shell-exec-upload.js";
 import { shellCommandOf, shellQuote } from "./shell-quote.js";
 
@@ -43,10 +46,13 @@ const NOT_FOUND = "sbox-no-such-process";
  * `<stateDir>/proc/run-<id>/` with `<stateDir>/proc/<pid>` linking to it, so any client (another process,
  * another machine) can list, follow, kill or write to it — the emulation keeps no state of its own.
  *
- * - `doSpawn`: starts, then follows output into the callbacks until the process ends. Aborting
- *   `request.signal` kills the process group and makes `wait()` reject with the signal's reason.
+ * - `doSpawn`: starts (the first output arrives with the start), then follows output into the callbacks
+ *   until the process ends, through the sandbox's one poller: idle processes cost nothing per process.
+ *   Aborting `request.signal` kills the process group and makes `wait()` reject with the signal's reason.
+ *   The exit code `wait()` reports is proven with tokens only the spawner knows (see `exit-proof.ts`).
  * - `doConnectProcess(pid)`: replays output from the first byte, then follows; aborting its signal only
- *   stops following. Unknown pid: `NotFound`.
+ *   stops following. Unknown pid: `NotFound`. A re-attached client has no tokens: the exit code it reports,
+ *   like `doListProcesses`', is the run's `exit` file, which other processes of the sandbox can rewrite.
  * - `doListProcesses`: every recorded process; `running` = not ended and `kill -0` succeeds.
  * - `doKillProcess(pid, signal)`: signals the whole group (`kill -SIG -<pid>`); unknown pid: `NotFound`.
  * - stdin is a FIFO: `writeStdin` writes through the exec's stdin when available, else base64 pieces
@@ -142,13 +148,17 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
     if (result.exitCode !== 0) throw failed(`closing the stdin of process ${pid}`, result);
   };
 
-  /** A handle that follows `pid` into the callbacks; `killOnAbort` for the spawner, not for re-attachers. */
+  /**
+   * A handle that follows `pid` into the callbacks. The spawner holds the run's exit tokens and the first
+   * poll of its start, and kills the process when its signal aborts; a re-attacher has neither.
+   */
   const handle = (
     sandbox: DriverSandbox,
     pid: number,
     callbacks: DriverOutputCallbacks & { signal: AbortSignal },
-    killOnAbort: boolean,
+    spawner: { tokens: ExitTokens; initial: FollowRequest["initial"]; dir: string } | undefined,
   ): DriverProcess & { feedStdin(source: UploadSource): void } => {
+    const killOnAbort = spawner !== undefined;
     const what = `background process ${pid}`;
     let stdinFailure: SandboxError | undefined;
     let stdinChain: Promise<void> = Promise.resolve();
@@ -159,12 +169,19 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
         throw toSandboxError(error, { provider: ctx.provider, operation: `stdin of process ${pid}` });
       });
     };
-    const exited = followOutput(ctx, sandbox, dirOf(sandbox, pid), {
+    const exited = followRun(ctx, sandbox, {
+      // The spawner follows the run directory itself: the pid link may be replaced by a later process
+      // that reuses the pid.
+      dir: spawner ? spawner.dir : dirOf(sandbox, pid),
       signal: callbacks.signal,
       removeWhenDone: false,
       what,
+      tokens: spawner?.tokens,
+      foreground: false,
+      initial: spawner?.initial,
       onStdout: (chunk) => callbacks.onStdout(chunk),
       onStderr: (chunk) => callbacks.onStderr(chunk),
+      ready: callbacks.ready,
     }).catch(async (error: unknown): Promise<DriverExit> => {
       if (!callbacks.signal.aborted) throw toSandboxError(error, { provider: ctx.provider, operation: what });
       if (killOnAbort) await kill(sandbox, pid, undefined, housekeepingSignal()).catch(() => undefined);
@@ -206,19 +223,24 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
     async doSpawn(sandbox, request) {
       if (request.signal.aborted) throw abortReasonOf(request.signal.reason, "spawn");
       const script = detachedScript(ctx, request, "background exec");
-      let run: { pid: number };
+      const dir = `${rootOf(sandbox)}/run-${newRunId()}`;
+      const tokens = newExitTokens();
+      let run: DetachedRun;
       try {
         run = await startDetached(ctx, sandbox, {
-          dir: `${rootOf(sandbox)}/run-${newRunId()}`,
+          dir,
+          stateDir: stateDirOf(ctx, sandbox),
           script,
           display: shellCommandOf(request.command),
           stdin: "fifo",
           linkDir: rootOf(sandbox),
+          tokens,
+          removeWhenDone: false,
         });
       } catch (error) {
         throw toSandboxError(error, { provider: ctx.provider, operation: "spawn" });
       }
-      const process = handle(sandbox, run.pid, request, true);
+      const process = handle(sandbox, run.pid, request, { tokens, initial: run.initial, dir });
       if (request.stdin !== undefined) process.feedStdin(request.stdin);
       const { feedStdin: _, ...driverProcess } = process;
       return driverProcess;
@@ -229,7 +251,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
       const dir = shellQuote(dirOf(sandbox, pid));
       const result = await exec(sandbox, `[ -d ${dir} ] || echo ${NOT_FOUND}`, request.signal, String(pid));
       if (result.exitCode !== 0) throw failed(`connecting to process ${pid}`, result);
-      const { feedStdin: _, ...driverProcess } = handle(sandbox, pid, request, false);
+      const { feedStdin: _, ...driverProcess } = handle(sandbox, pid, request, undefined);
       return driverProcess;
     },
 
@@ -254,7 +276,7 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
         if (!pid || !running || !exit) continue;
         const info: ProcessInfo = {
           pid: Number(pid),
-          command: Buffer.from(command ?? "", "base64").toString("utf8"),
+          command: new TextDecoder().decode(decodeBase64(command ?? "")),
           running: running === "1",
         };
         if (/^[0-9]+$/.test(exit)) info.exitCode = Number(exit);

@@ -1,7 +1,8 @@
 /**
- * E5: every file operation over the exec primitive. Bytes travel as base64 (exec may carry only text),
- * writes go to a temporary file beside the target that is moved into place at the end, and no command line
- * carries more than {@link MAX_COMMAND_LINE_BYTES}. Only tools and flags that GNU and busybox share are used.
+ * E5: every file operation over the exec primitive. Contents move through `e5-transfer.ts` (pipelined,
+ * raw on stdin where the exec takes it, base64 otherwise); metadata comes back as base64 stat records; no
+ * command line carries more than `MAX_COMMAND_LINE_BYTES`. Only tools and flags that GNU and busybox share
+ * are used.
  */
 
 import { SandboxError } from "../errors/sandbox-error.js";
@@ -9,17 +10,9 @@ import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DirEntry, FileInfo } from "../spec/files-types.js";
 import type { DriverSandbox, ProviderDriver } from "../spec/provider-spec.js";
 import { concatBytes } from "./concat-bytes.js";
-import { decodeBase64, encodeBase64 } from "./e5-base64.js";
+import { decodeBase64 } from "./e5-base64.js";
 import { FILE_EXIT, type FileErrorContext, fileError, GONE_FUNCTION, stderrTail } from "./e5-file-errors.js";
-import {
-  absolutePath,
-  baseName,
-  joinPath,
-  normalizePath,
-  parentOf,
-  randomToken,
-  shellPath,
-} from "./e5-paths.js";
+import { absolutePath, baseName, joinPath, normalizePath, parentOf, shellPath } from "./e5-paths.js";
 import {
   fileInfoOf,
   findStart,
@@ -28,7 +21,17 @@ import {
   statOneCommand,
   statTreeCommand,
 } from "./e5-stat-records.js";
-import { type EmulationContext, MAX_COMMAND_LINE_BYTES, type ShellResult } from "./emulation-context.js";
+import {
+  openRead,
+  openUpload,
+  READ_FAILED,
+  readPieces,
+  slices,
+  type TransferShell,
+  writePieces,
+} from "./e5-transfer.js";
+import type { EmulationContext, ShellResult } from "./emulation-context.js";
+import { pieces } from "./shell-exec-upload.js";
 import { shellQuote } from "./shell-quote.js";
 
 /** The file methods E5 provides. */
@@ -47,20 +50,6 @@ export type EmulatedFileMethods = Required<
   >
 >;
 
-/** Bytes read per exec: `dd` blocks of 64 KiB, 64 of them. */
-const READ_BLOCK = 64 * 1024;
-const READ_BLOCKS = 64;
-const READ_CHUNK = READ_BLOCK * READ_BLOCKS;
-/** Raw bytes per exec when the data travels on stdin (sent as base64 text). */
-const STDIN_CHUNK = 8 * 1024 * 1024;
-/**
- * What a write script may use of the command line when the data travels on it: the rest of the 64 KiB is
- * left to wrappers added by other emulations (cwd/env, exit-code marker).
- */
-const INLINE_SCRIPT_BUDGET = MAX_COMMAND_LINE_BYTES - 4 * 1024;
-const READ_FAILED = "sbox-read-failed";
-const encoder = new TextEncoder();
-
 /** Builds the E5 file methods on top of `ctx.exec`. */
 export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
   const exec = async (
@@ -70,12 +59,17 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     operation: string,
     stdin?: Uint8Array,
   ): Promise<ShellResult> => {
+    let result: ShellResult;
     try {
-      return await ctx.exec(sandbox, script, stdin === undefined ? { signal } : { signal, stdin });
+      result = await ctx.exec(sandbox, script, stdin === undefined ? { signal } : { signal, stdin });
     } catch (error) {
       throw toSandboxError(error, { provider: ctx.provider, operation });
     }
+    // What one exec's stdout was is what every exec's is: the provider's exec does not change its kind.
+    if (result.rawStdout !== undefined) rawStdout = result.rawStdout;
+    return result;
   };
+  let rawStdout = false;
   const errorContext = (operation: string, path: string, messages?: FileErrorContext["messages"]) => ({
     provider: ctx.provider,
     operation,
@@ -97,174 +91,7 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     return result;
   };
 
-  /** Reads a file chunk by chunk; the first exec also checks the path and reports the size. */
-  const openRead = async (sandbox: DriverSandbox, rawPath: string, signal: AbortSignal) => {
-    const path = normalizePath(rawPath);
-    const context = errorContext("files.read", path);
-    const arg = shellPath(path);
-    const first = check(
-      await exec(
-        sandbox,
-        `${GONE_FUNCTION}f=${arg}
-if [ ! -e "$f" ]; then sbox_gone "$f"; fi
-if [ -d "$f" ]; then exit ${FILE_EXIT.isDirectory}; fi
-[ -f "$f" ] || exit ${FILE_EXIT.notRegular}
-[ -r "$f" ] || exit ${FILE_EXIT.denied}
-s=$(stat -L -c %s "$f") || exit 1
-printf '%s\\n' "$s"
-if [ "$s" -gt 0 ]; then { dd if="$f" bs=${READ_BLOCK} count=${READ_BLOCKS} 2>/dev/null || echo ${READ_FAILED} >&2; } | base64
-else { cat "$f" || echo ${READ_FAILED} >&2; } | base64; fi`,
-        signal,
-        "files.read",
-      ),
-      context,
-    );
-    const newline = first.stdout.indexOf(0x0a);
-    const size = Number(new TextDecoder().decode(first.stdout.subarray(0, Math.max(newline, 0))));
-    if (newline < 0 || !Number.isSafeInteger(size)) {
-      throw new SandboxError(
-        "Provider",
-        `files.read ${JSON.stringify(path)}: unexpected output from the sandbox`,
-        {
-          provider: ctx.provider,
-        },
-      );
-    }
-    const firstChunk = decodeBase64(first.stdout.subarray(newline + 1));
-    let total = firstChunk.length;
-    let lastLength = firstChunk.length;
-    return {
-      size,
-      first: firstChunk,
-      /** The next chunk, or undefined at the end (the size seen by the first exec, or a short chunk). */
-      async next(chunkSignal: AbortSignal): Promise<Uint8Array | undefined> {
-        // A size of 0 means the content was read whole by `cat` (e.g. /proc files report size 0).
-        if (size === 0 || total >= size || lastLength < READ_CHUNK) return undefined;
-        const result = check(
-          await exec(
-            sandbox,
-            `f=${arg}
-[ -f "$f" ] || exit ${FILE_EXIT.notFound}
-{ dd if="$f" bs=${READ_BLOCK} skip=${total / READ_BLOCK} count=${READ_BLOCKS} 2>/dev/null || echo ${READ_FAILED} >&2; } | base64`,
-            chunkSignal,
-            "files.read",
-          ),
-          context,
-        );
-        const chunk = decodeBase64(result.stdout);
-        total += chunk.length;
-        lastLength = chunk.length;
-        return chunk.length > 0 ? chunk : undefined;
-      },
-    };
-  };
-
-  /** One upload: a temporary file beside the target, appended chunk by chunk, moved into place at the end. */
-  const openUpload = (
-    sandbox: DriverSandbox,
-    rawPath: string,
-    mode: number | undefined,
-    signal: AbortSignal,
-  ) => {
-    const path = normalizePath(rawPath);
-    if (path === "/" || path === "." || path === ".." || path.endsWith("/.") || path.endsWith("/..")) {
-      throw new SandboxError("Validation", `files.write ${JSON.stringify(path)}: not a file path`, {
-        provider: ctx.provider,
-        retryable: false,
-      });
-    }
-    if (mode !== undefined && (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)) {
-      throw new SandboxError("Validation", `files.write: mode must be an integer between 0 and 0o7777`, {
-        provider: ctx.provider,
-        retryable: false,
-      });
-    }
-    const context = errorContext("files.write", path, {
-      [FILE_EXIT.isDirectory]: "the path is a directory",
-    });
-    const tmp = shellPath(joinPath(parentOf(path), `.sbox-write-${randomToken()}.tmp`));
-    const head = `t=${shellPath(path)}; d=${shellPath(parentOf(path))}; tmp=${tmp}\n`;
-    const begin = `if [ -d "$t" ]; then exit ${FILE_EXIT.isDirectory}; fi
-if [ ! -d "$d" ]; then e=$(mkdir -p "$d" 2>&1) || { case $e in *"ot a directory"*|*"ile exists"*) exit ${FILE_EXIT.parentNotDirectory};; *ermission*) exit ${FILE_EXIT.denied};; esac; printf '%s\\n' "$e" >&2; exit 1; }; fi
-`;
-    const octal = mode === undefined ? undefined : `0${mode.toString(8)}`;
-    const keepMode =
-      octal === undefined
-        ? `if [ -f "$t" ] && [ ! -L "$t" ]; then m=$(stat -c %a "$t") && chmod "$m" "$tmp"; fi\n`
-        : `chmod ${octal} "$tmp" || { rm -f "$tmp"; exit 1; }\n`;
-    const finish = `if [ -d "$t" ]; then rm -f "$tmp"; exit ${FILE_EXIT.isDirectory}; fi
-${keepMode}if [ -L "$t" ]; then cat "$tmp" > "$t" || { rm -f "$tmp"; exit 1; }; rm -f "$tmp"${octal === undefined ? "" : `; chmod ${octal} "$t"`}
-else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
-`;
-    const script = (first: boolean, final: boolean, data: string): string =>
-      head +
-      (first ? begin : `[ -f "$tmp" ] || exit ${FILE_EXIT.tempVanished}\n`) +
-      data +
-      (final ? finish : "");
-    const sink = (first: boolean) => `${first ? ">" : ">>"} "$tmp" || { rm -f "$tmp"; exit 1; }\n`;
-
-    let chunkSize = STDIN_CHUNK;
-    if (!ctx.execAcceptsStdin) {
-      const overhead = encoder.encode(script(true, true, `printf '%s' '' | base64 -d ${sink(true)}`)).length;
-      chunkSize = Math.floor((INLINE_SCRIPT_BUDGET - overhead) / 4) * 3;
-      if (chunkSize < 3 * 1024) {
-        throw new SandboxError(
-          "Validation",
-          `files.write ${JSON.stringify(path)}: path too long to write over exec`,
-          {
-            provider: ctx.provider,
-            retryable: false,
-          },
-        );
-      }
-    }
-    let first = true;
-    let attempted = false;
-    return {
-      chunkSize,
-      /** Sends one chunk (at most `chunkSize` bytes); `final` moves the file into place. */
-      async push(data: Uint8Array, final: boolean): Promise<void> {
-        if (signal.aborted)
-          throw toSandboxError(signal.reason ?? new Error("aborted"), { provider: ctx.provider });
-        attempted = true;
-        let result: ShellResult;
-        if (data.length === 0) {
-          result = await exec(
-            sandbox,
-            script(first, final, first ? `: ${sink(true)}` : ""),
-            signal,
-            "files.write",
-          );
-        } else if (ctx.execAcceptsStdin) {
-          result = await exec(
-            sandbox,
-            script(first, final, `base64 -d ${sink(first)}`),
-            signal,
-            "files.write",
-            encoder.encode(encodeBase64(data)),
-          );
-        } else {
-          result = await exec(
-            sandbox,
-            script(first, final, `printf '%s' '${encodeBase64(data)}' | base64 -d ${sink(first)}`),
-            signal,
-            "files.write",
-          );
-        }
-        check(result, context);
-        first = false;
-      },
-      /** Removes the temporary file after a failure (best effort: the original error is what matters). */
-      async discard(): Promise<void> {
-        if (!attempted) return;
-        try {
-          await ctx.exec(sandbox, `rm -f ${tmp}`, { signal: AbortSignal.timeout(30_000) });
-        } catch {
-          // The sandbox may be gone; the failure that got us here is reported instead.
-        }
-      },
-    };
-  };
+  const shell: TransferShell = { ctx, exec, check, errorContext, rawStdout: () => rawStdout };
 
   const writeBytes = async (
     sandbox: DriverSandbox,
@@ -276,17 +103,8 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
     if (!(data instanceof Uint8Array)) {
       throw new SandboxError("Validation", "files.write: data must be a Uint8Array", { retryable: false });
     }
-    const upload = openUpload(sandbox, path, mode, signal);
-    try {
-      if (data.length === 0) return await upload.push(data, true);
-      for (let offset = 0; offset < data.length; offset += upload.chunkSize) {
-        const end = Math.min(offset + upload.chunkSize, data.length);
-        await upload.push(data.subarray(offset, end), end >= data.length);
-      }
-    } catch (error) {
-      await upload.discard();
-      throw toSandboxError(error, { provider: ctx.provider, operation: "files.write" });
-    }
+    const upload = openUpload(shell, sandbox, path, mode, signal);
+    await writePieces(shell, upload, slices(data, upload.pieceSize));
   };
 
   const statPath = async (
@@ -323,20 +141,32 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
 
   return {
     async doReadFile(sandbox, path, options) {
-      const reader = await openRead(sandbox, path, options.signal);
-      if (reader.size === 0 || reader.first.length < READ_CHUNK) return reader.first;
-      const chunks = [reader.first];
-      for (let chunk = await reader.next(options.signal); chunk; chunk = await reader.next(options.signal)) {
-        chunks.push(chunk);
+      const open = await openRead(shell, sandbox, path, options.signal, "whole");
+      if (open.more === 0) return open.first;
+      const pieces = readPieces(open, options.signal);
+      // One buffer of the size the first exec saw; a file that changed meanwhile is joined piece by piece.
+      const whole = new Uint8Array(open.size);
+      whole.set(open.first);
+      let length = open.first.length;
+      const extra: Uint8Array[] = [];
+      try {
+        for (let piece = await pieces.next(); piece; piece = await pieces.next()) {
+          if (extra.length === 0 && length + piece.length <= whole.length) whole.set(piece, length);
+          else extra.push(piece);
+          length += piece.length;
+        }
+      } finally {
+        pieces.cancel();
       }
-      return concatBytes(chunks);
+      if (extra.length === 0) return length === whole.length ? whole : whole.slice(0, length);
+      const start = length - extra.reduce((sum, piece) => sum + piece.length, 0);
+      return concatBytes([whole.subarray(0, start), ...extra]);
     },
 
     async doReadFileStream(sandbox, path, options) {
-      const reader = await openRead(sandbox, path, options.signal);
-      const cancelled = new AbortController();
-      const signal = AbortSignal.any([options.signal, cancelled.signal]);
-      let pending: Uint8Array | undefined = reader.first.length > 0 ? reader.first : undefined;
+      const open = await openRead(shell, sandbox, path, options.signal, "stream");
+      const pieces = readPieces(open, options.signal);
+      let pending: Uint8Array | undefined = open.first.length > 0 ? open.first : undefined;
       return new ReadableStream<Uint8Array>(
         {
           async pull(controller) {
@@ -345,12 +175,17 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
               pending = undefined;
               return;
             }
-            const chunk = await reader.next(signal);
-            if (chunk) controller.enqueue(chunk);
-            else controller.close();
+            try {
+              const piece = await pieces.next();
+              if (piece) controller.enqueue(piece);
+              else controller.close();
+            } catch (error) {
+              pieces.cancel();
+              throw error;
+            }
           },
           cancel() {
-            cancelled.abort();
+            pieces.cancel();
           },
         },
         { highWaterMark: 0 },
@@ -362,51 +197,8 @@ else mv -f "$tmp" "$t" || { rm -f "$tmp"; exit 1; }; fi
     },
 
     async doWriteFileStream(sandbox, path, data, options) {
-      const upload = openUpload(sandbox, path, options.mode, options.signal);
-      const reader = data.getReader();
-      const pending: Uint8Array[] = [];
-      let pendingBytes = 0;
-      const take = (count: number): Uint8Array => {
-        const out = new Uint8Array(count);
-        let at = 0;
-        while (at < count) {
-          const head = pending[0]!;
-          const need = count - at;
-          if (head.length <= need) {
-            out.set(head, at);
-            at += head.length;
-            pending.shift();
-          } else {
-            out.set(head.subarray(0, need), at);
-            pending[0] = head.subarray(need);
-            at += need;
-          }
-        }
-        pendingBytes -= count;
-        return out;
-      };
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          if (!(value instanceof Uint8Array)) {
-            throw new SandboxError("Validation", "files.write: the stream must yield Uint8Array chunks", {
-              provider: ctx.provider,
-              retryable: false,
-            });
-          }
-          pending.push(value);
-          pendingBytes += value.length;
-          while (pendingBytes >= upload.chunkSize) await upload.push(take(upload.chunkSize), false);
-        }
-        await upload.push(take(pendingBytes), true);
-      } catch (error) {
-        reader.cancel(error).catch(() => {});
-        await upload.discard();
-        throw toSandboxError(error, { provider: ctx.provider, operation: "files.write" });
-      } finally {
-        reader.releaseLock();
-      }
+      const upload = openUpload(shell, sandbox, path, options.mode, options.signal);
+      await writePieces(shell, upload, pieces(data, upload.pieceSize));
     },
 
     async doListFiles(sandbox, rawPath, options): Promise<DirEntry[]> {

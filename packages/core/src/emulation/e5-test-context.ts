@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ShDriverOptions, shDriver } from "../../test/sh-driver.js";
+import { execStdinFor, type ShDriverOptions, shDriver } from "../../test/sh-driver.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
 import type { EmulationContext, ShellResult } from "./emulation-context.js";
 import { createShellExec } from "./shell-exec.js";
@@ -45,14 +45,19 @@ export async function createTestBed(options: ShDriverOptions & { normalized?: bo
       signal,
       stdin,
     });
-    return { stdout: bytes(result.stdout), stderr: bytes(result.stderr), exitCode: result.exitCode! };
+    return {
+      stdout: bytes(result.stdout),
+      stderr: bytes(result.stderr),
+      exitCode: result.exitCode!,
+      rawStdout: typeof result.stdout !== "string",
+    };
   };
   const ctx: EmulationContext = {
     provider: provider.name,
     exec: options.normalized
       ? createShellExec(provider)
       : (sandbox, script, o) => run(sandbox, script, o.signal, o.stdin),
-    execAcceptsStdin: options.stdin ?? true,
+    execStdin: execStdinFor(options.stdin),
     stateDir,
   };
   const signal = () => AbortSignal.timeout(60_000);

@@ -1,4 +1,5 @@
-import type { DriverSandbox } from "../spec/provider-spec.js";
+import type { DriverSandbox, ExecStdin } from "../spec/provider-spec.js";
+import { shellQuote } from "./shell-quote.js";
 
 /** The normalized result of running a shell script through the provider's exec primitive. */
 export interface ShellResult {
@@ -6,12 +7,17 @@ export interface ShellResult {
   stderr: Uint8Array;
   /** Always present: native, or recovered by the exit-code marker (E2). */
   exitCode: number;
+  /**
+   * True when the provider handed stdout over as bytes, which the spec makes raw bytes: binary data may
+   * then come back as it is. Otherwise (text, or not known) it must come back as base64.
+   */
+  rawStdout?: boolean | undefined;
 }
 
 /** Options of one shell run. */
 export interface ShellRunOptions {
   signal: AbortSignal;
-  /** Bytes for stdin; only honoured when `EmulationContext.execAcceptsStdin` is true. */
+  /** Bytes for stdin: any bytes when `EmulationContext.execStdin` is `"bytes"`, ASCII when `"text"`. */
   stdin?: Uint8Array | undefined;
   cwd?: string | undefined;
   env?: Readonly<Record<string, string>> | undefined;
@@ -33,8 +39,8 @@ export interface EmulationContext {
   readonly provider: string;
   /** The normalized exec primitive. */
   readonly exec: ShellExec;
-  /** Whether `exec` honours `stdin` bytes (the provider's exec primitive takes stdin). */
-  readonly execAcceptsStdin: boolean;
+  /** What `exec` takes on stdin: any bytes, text (base64 goes there), or nothing (see `execStdinOf`). */
+  readonly execStdin: ExecStdin;
   /**
    * Directory for emulation state (process output, pid and exit files) inside each sandbox, e.g.
    * `/tmp/.sbox`; a sandbox handle's own `emulationStateDir` wins (read it through `stateDirOf`).
@@ -49,3 +55,26 @@ export function stateDirOf(ctx: EmulationContext, sandbox: DriverSandbox): strin
 
 /** No command line built by an emulation may carry more than this many bytes. */
 export const MAX_COMMAND_LINE_BYTES: number = 64 * 1024;
+
+/** The UTF-8 length of `text`, without `Buffer` (the core runs on any JS runtime). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * Whether `script` stays within {@link MAX_COMMAND_LINE_BYTES} as the provider receives it: E2's wrapper
+ * quotes it once more and adds its marker line.
+ */
+export function fitsCommandLine(script: string): boolean {
+  return utf8Length(shellQuote(script)) + 256 <= MAX_COMMAND_LINE_BYTES;
+}

@@ -114,7 +114,7 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
     sandbox: Parameters<ProviderDriver["doExec"]>[0],
     request: PipelineRequest,
     stream: boolean,
-  ): Promise<PipelineExit> => {
+  ): Promise<PipelineExit & { textStdout: boolean }> => {
     const prepared = prepare(request.command, request, flags.perCommandEnvCwd);
     const marker = flags.exitCodeNative ? undefined : createExitMarker();
     const driverRequest: { -readonly [K in keyof DriverExecRequest]: DriverExecRequest[K] } = {
@@ -126,13 +126,19 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
     if (request.stdin !== undefined) driverRequest.stdin = request.stdin;
     if (request.user !== undefined) driverRequest.user = request.user;
     const parser = marker?.createParser();
-    const stdoutOf = (chunk: Uint8Array | string) => (parser ? parser.push(toBytes(chunk)) : chunk);
+    // Whether the provider gave stdout as text: then it is not raw bytes (`ShellResult.rawStdout`).
+    let textStdout = false;
+    const stdoutOf = (chunk: Uint8Array | string) => {
+      if (typeof chunk === "string") textStdout = true;
+      return parser ? parser.push(toBytes(chunk)) : chunk;
+    };
     let exit: DriverExit;
     if (stream && options.doExecStream) {
       exit = await options.doExecStream(sandbox, {
         ...driverRequest,
         onStdout: (chunk) => request.onStdout(stdoutOf(chunk)),
         onStderr: request.onStderr,
+        ...(request.ready ? { ready: request.ready } : {}),
       });
     } else {
       const result = await options.doExec(sandbox, driverRequest);
@@ -145,13 +151,13 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
       request.onStdout(rest);
       exit = { ...exit, exitCode };
     }
-    return requireExitCode(exit, marker);
+    return { ...requireExitCode(exit, marker), textStdout };
   };
 
   const shell: ShellExec = async (sandbox, script, shellOptions): Promise<ShellResult> => {
     const stdout: Uint8Array[] = [];
     const stderr: Uint8Array[] = [];
-    let exit: PipelineExit;
+    let exit: PipelineExit & { textStdout: boolean };
     try {
       exit = await direct(
         sandbox,
@@ -169,7 +175,12 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
     } catch (error) {
       throw toSandboxError(error, { provider: options.provider, operation: "exec" });
     }
-    return { stdout: concatBytes(stdout), stderr: concatBytes(stderr), exitCode: exit.exitCode };
+    return {
+      stdout: concatBytes(stdout),
+      stderr: concatBytes(stderr),
+      exitCode: exit.exitCode,
+      rawStdout: !exit.textStdout,
+    };
   };
 
   return {
@@ -183,7 +194,8 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
         const exit = await options.emulatedStream()(sandbox, { ...request, command, cwd, env });
         return requireExitCode(exit, undefined);
       }
-      return direct(sandbox, request, options.streaming === "native");
+      const { textStdout: _, ...exit } = await direct(sandbox, request, options.streaming === "native");
+      return exit;
     },
   };
 }

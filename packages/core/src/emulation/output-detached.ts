@@ -1,7 +1,16 @@
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverExecRequest, DriverSandbox } from "../spec/provider-spec.js";
 import { applyEnvCwd } from "./e1-env-cwd.js";
-import { type EmulationContext, MAX_COMMAND_LINE_BYTES, type ShellResult } from "./emulation-context.js";
+import { type EmulationContext, fitsCommandLine } from "./emulation-context.js";
+import { type ExitTokens, tokenLine, WRITE_PROOF_SCRIPT } from "./exit-proof.js";
+import {
+  parseRunPoll,
+  pollCall,
+  pollCapFor,
+  pollFunctions,
+  type RunPoll,
+  takeLines,
+} from "./output-poll-script.js";
 import { randomHex } from "./random-hex.js";
 import { uploadToFile } from "./shell-exec-upload.js";
 import { shellQuote } from "./shell-quote.js";
@@ -13,8 +22,11 @@ import { shellQuote } from "./shell-quote.js";
  * - `script` the shell script to run; `cmd` the command text shown by `commands.list()`
  * - `stdin` stdin bytes (mode `file`), or `in` a FIFO held open by the process in `holder` (mode `fifo`)
  * - `out`, `err` everything the command wrote; `pid` the command's pid (= its process group and session)
- * - `runner` the pid of the supervising shell; `exit` the exit status, written when the command ended
- * - `killed` the last signal sent through the emulation; `started` written once the command runs
+ * - `runner` the pid of the supervising shell and its start time; `exit` the exit status, written when the
+ *   command ended
+ * - `x.<code>.<proof>` the exit status proven with the starting client's tokens (see `exit-proof.ts`);
+ *   `exit` is for everyone else (`list`, `connect` from another client) and any process can rewrite it
+ * - `killed` the last signal sent through the emulation
  */
 export const RUN_FILES = {
   script: "script",
@@ -28,41 +40,46 @@ export const RUN_FILES = {
   runner: "runner",
   exit: "exit",
   killed: "killed",
-  started: "started",
 } as const;
 
 /** Where a detached command reads stdin from. */
 export type DetachedStdin = "none" | "file" | "fifo";
 
 /**
- * The supervisor, run as `setsid sh -c RUNNER sbox-runner <dir> <stdin mode> <link dir>`. It opens the
- * output files itself before starting the command, so the command's stdio never depends on paths, starts
- * the command with `setsid` (its pid is its process group, which `kill -SIG -<pid>` signals as a whole),
- * and survives that kill to record the exit status. Being a session leader with no terminal, it does not
- * get SIGHUP when the exec that started it ends. In `fifo` mode a holder keeps the FIFO open (read-write,
- * so opening it never blocks) until stdin is closed or the command ends; the FIFO is removed before the
- * holder is killed, so a writer can never wait forever for a reader.
+ * The supervisor, run as `setsid sh -c RUNNER sbox-runner <dir> <stdin mode> <link dir>` with the exit
+ * tokens as the one line of its stdin and fd 6 open to the starting exec. It opens the output files itself
+ * before starting the command, so the command's stdio never depends on paths, starts the command with
+ * `setsid` (its pid is its process group, which `kill -SIG -<pid>` signals as a whole), reports the pid on
+ * fd 6 and closes it, and survives the command to record its exit status: the `exit` file, then the proof
+ * as its last act. Being a session leader with no terminal, it does not get SIGHUP when the exec that started it ends.
+ * In `fifo` mode a holder keeps the FIFO open (read-write, so opening it never blocks) until stdin is closed
+ * or the command ends; the FIFO is removed before the holder is killed, so a writer can never wait forever
+ * for a reader. The tokens stay in this shell's memory: no process's arguments, environment or file.
  */
 const RUNNER = [
-  'd=$1; echo $$ > "$d/runner"',
+  "d=$1; m=$2; l=$3; k=; IFS= read -r k; exec 0</dev/null",
+  // Its pid and start time (field 22 of /proc/<pid>/stat, where there is a /proc): see `sbox_alive`.
+  `st=; { read -r st < /proc/$$/stat; } 2>/dev/null; st=\${st##*) }; set -- $st; echo "$$ \${20}" > "$d/runner"`,
   'exec 3>"$d/out" 4>"$d/err"',
-  "case $2 in",
+  "case $m in",
   'fifo) mkfifo "$d/in" || exit 1',
-  '  sleep 2147483647 1<>"$d/in" </dev/null 2>/dev/null 3>&- 4>&- &',
+  '  sleep 2147483647 1<>"$d/in" </dev/null 2>/dev/null 3>&- 4>&- 6>&- &',
   '  echo $! > "$d/holder"; exec 5<"$d/in";;',
   'file) exec 5<"$d/stdin";;',
   "*) exec 5</dev/null;;",
   "esac",
-  'setsid sh "$d/script" <&5 >&3 2>&4 3>&- 4>&- 5<&- &',
+  'setsid sh "$d/script" <&5 >&3 2>&4 3>&- 4>&- 5<&- 6>&- &',
   'q=$!; exec 3>&- 4>&- 5<&-; echo $q > "$d/pid"',
-  'if [ -n "$3" ]; then',
-  '  if [ -L "$3/$q" ]; then o=$(readlink "$3/$q"); rm -rf "$3/$o" "$3/$q"; fi',
-  `  ln -s "\${d##*/}" "$3/$q"`,
+  'if [ -n "$l" ]; then',
+  '  if [ -L "$l/$q" ]; then o=$(readlink "$l/$q"); rm -rf "$l/$o" "$l/$q"; fi',
+  `  ln -s "\${d##*/}" "$l/$q"`,
   "fi",
-  'echo $q > "$d/started.tmp" && mv "$d/started.tmp" "$d/started"',
+  "echo $q >&6; exec 6>&-",
   "wait $q; c=$?",
   'echo $c > "$d/exit.tmp" && mv "$d/exit.tmp" "$d/exit"',
   'if [ -f "$d/holder" ]; then rm -f "$d/in"; kill "$(cat "$d/holder")" 2>/dev/null; fi',
+  // The proof last: once it exists, the supervisor is about to exit.
+  WRITE_PROOF_SCRIPT,
 ].join("\n");
 
 /** A started detached command. */
@@ -71,14 +88,16 @@ export interface DetachedRun {
   readonly dir: string;
   /** Its pid, which is also its process group id. */
   readonly pid: number;
-  /** What `request.after` printed (stdout after the pid line), with the exec's exit code and stderr. */
-  readonly afterResult?: ShellResult | undefined;
+  /** What the first poll, run by the start exec right after the command started, saw. */
+  readonly initial: RunPoll;
 }
 
 /** What to start. */
 export interface DetachedRequest {
-  /** Absolute run directory; created. */
+  /** Absolute run directory inside the state directory; created. */
   readonly dir: string;
+  /** The state directory the run directory is in. */
+  readonly stateDir: string;
   /** The full script (cwd/env already applied). */
   readonly script: string;
   /** Shown by `commands.list()`; written only when given. */
@@ -86,11 +105,10 @@ export interface DetachedRequest {
   readonly stdin: DetachedStdin;
   /** When set, `<linkDir>/<pid>` becomes a symlink to the run directory (E4's pid index). */
   readonly linkDir?: string | undefined;
-  /**
-   * A script to run in the same exec once the command runs, after giving it a few milliseconds to end:
-   * E3 puts its first poll here, so a short command costs a single exec.
-   */
-  readonly after?: string | undefined;
+  /** The run's exit tokens, handed to the supervisor (on the exec's stdin where it takes any). */
+  readonly tokens: ExitTokens;
+  /** Remove the run directory when the first poll already delivers the end (E3). */
+  readonly removeWhenDone: boolean;
 }
 
 /**
@@ -120,10 +138,15 @@ export function housekeepingSignal(): AbortSignal {
   return AbortSignal.timeout(60_000);
 }
 
+/** How long the start exec waits for the command's first output or end (in 3 ms steps). */
+const FIRST_OUTPUT_WAITS = 10;
+
 /**
- * Starts `request.script` detached and returns once it runs. The start exec is never aborted midway (that
- * could leave a command running whose pid nobody knows); callers check their own signal afterwards and kill.
- * Scripts too long for one command line are uploaded in pieces first.
+ * Starts `request.script` detached and returns once it runs, with the first poll of its output: the start
+ * exec waits up to 30 ms for the first output or the end, so a short command costs a single exec and the
+ * first chunk of a longer one arrives one round trip after the start. The start exec is never aborted
+ * midway (that could leave a command running whose pid nobody knows); callers check their own signal
+ * afterwards and kill. Scripts too long for one command line are uploaded in pieces first.
  */
 export async function startDetached(
   ctx: EmulationContext,
@@ -131,53 +154,72 @@ export async function startDetached(
   request: DetachedRequest,
 ): Promise<DetachedRun> {
   const dir = shellQuote(request.dir);
+  const relative = relativeRunDir(request);
   const files: [string, string][] = [[RUN_FILES.script, request.script]];
   if (request.display !== undefined) files.push([RUN_FILES.cmd, request.display]);
   const writes = files.map(([name, text]) => `printf %s ${shellQuote(text)} > ${dir}/${name}`).join("\n");
+  // The tokens reach the supervisor through a pipe from this shell: read from the exec's stdin, they
+  // appear in no process's arguments; inline (an exec without stdin) they are on this exec's command line.
+  const viaStdin = ctx.execStdin !== "none";
+  const tokens = viaStdin ? "k=; IFS= read -r k" : `k=${shellQuote(tokenLine(request.tokens))}`;
+  const member = {
+    dir: relative,
+    offsets: { out: 0, err: 0 },
+    seen: { out: 0, err: 0 },
+    removeWhenDone: request.removeWhenDone,
+    proven: true,
+    proofsSeen: 0,
+  };
   const launch = [
-    `setsid sh -c ${shellQuote(RUNNER)} sbox-runner ${dir} ${request.stdin} ${shellQuote(request.linkDir ?? "")} </dev/null >/dev/null 2>${dir}/runner.err &`,
-    "i=0",
-    `while [ ! -f ${dir}/started ]; do`,
-    // Anything the runner prints before it has started the command is a failure to start it.
-    `  if [ -s ${dir}/runner.err ] && [ ! -f ${dir}/started ]; then cat ${dir}/runner.err >&2; exit 125; fi`,
-    "  i=$((i+1)); if [ $i -gt 400 ]; then echo 'sbox: the detached command did not start' >&2; exit 125; fi",
-    "  if [ $i -lt 100 ]; then sleep 0.002 2>/dev/null || sleep 1; else sleep 0.05 2>/dev/null || sleep 1; fi",
+    tokens,
+    `p=$(printf '%s\\n' "$k" | setsid sh -c ${shellQuote(RUNNER)} sbox-runner ${dir} ${request.stdin} ${shellQuote(request.linkDir ?? "")} 6>&1 >/dev/null 2>${dir}/runner.err &)`,
+    'k=; case $p in ""|*[!0-9]*)',
+    `  cat ${dir}/runner.err >&2; echo 'sbox: the detached command did not start' >&2; exit 125;;`,
+    "esac",
+    `i=0; while [ $i -lt ${FIRST_OUTPUT_WAITS} ]; do`,
+    `  { [ -s ${dir}/out ] || [ -s ${dir}/err ] || sbox_ended ${dir} 1 0; } && break`,
+    "  sleep 0.003 2>/dev/null || break; i=$((i + 1))",
     "done",
-    `cat ${dir}/started`,
+    'echo "P $p"',
+    `if cd ${shellQuote(request.stateDir)} 2>/dev/null; then ${pollCall(member, pollCapFor(1))}; else printf 'G\\n\\n\\n'; fi`,
   ];
-  if (request.after !== undefined) {
-    launch.push(
-      "i=0",
-      `while [ ! -f ${dir}/${RUN_FILES.exit} ] && [ $i -lt 10 ]; do sleep 0.005 2>/dev/null || break; i=$((i+1)); done`,
-      request.after,
-    );
-  }
-  let script = `mkdir -p ${dir} || exit 125\n${writes}\n${launch.join("\n")}`;
-  // Quoted once more by E2's wrapper: the bound must hold for the text as the provider receives it.
-  if (Buffer.byteLength(shellQuote(script)) + 256 > MAX_COMMAND_LINE_BYTES) {
+  let script = `${pollFunctions()}\nmkdir -p ${dir} || exit 125\n${writes}\n${launch.join("\n")}`;
+  if (!fitsCommandLine(script)) {
     for (const [name, text] of files) {
       await uploadToFile(ctx, sandbox, `${request.dir}/${name}`, new TextEncoder().encode(text), {
         signal: housekeepingSignal(),
         what: `the ${name} of a detached command`,
       });
     }
-    script = `mkdir -p ${dir} || exit 125\n${launch.join("\n")}`;
+    script = `${pollFunctions()}\nmkdir -p ${dir} || exit 125\n${launch.join("\n")}`;
   }
-  const result = await ctx.exec(sandbox, script, { signal: housekeepingSignal() });
-  const newline = result.stdout.indexOf(0x0a);
-  const text = new TextDecoder()
-    .decode(newline === -1 ? result.stdout : result.stdout.subarray(0, newline))
-    .trim();
-  if ((request.after === undefined && result.exitCode !== 0) || !/^[0-9]+$/.test(text)) {
+  const result = await ctx.exec(sandbox, script, {
+    signal: housekeepingSignal(),
+    ...(viaStdin ? { stdin: new TextEncoder().encode(`${tokenLine(request.tokens)}\n`) } : {}),
+  });
+  const { lines } = takeLines(result.stdout, 4);
+  const pidLine = new TextDecoder().decode(lines[0] ?? new Uint8Array(0));
+  const pid = /^P ([0-9]+)$/.exec(pidLine)?.[1];
+  if (result.exitCode !== 0 || pid === undefined) {
     throw new SandboxError(
       "Provider",
       `could not start the command detached (exit ${result.exitCode}): ${new TextDecoder().decode(result.stderr).trim()}`,
       { provider: ctx.provider },
     );
   }
-  const run = { dir: request.dir, pid: Number(text) };
-  if (request.after === undefined) return run;
-  return { ...run, afterResult: { ...result, stdout: result.stdout.subarray(newline + 1) } };
+  const initial = parseRunPoll(lines.slice(1), { provider: ctx.provider, what: "the detached command" });
+  return { dir: request.dir, pid: Number(pid), initial };
+}
+
+/** The run directory relative to the state directory it must be in. */
+export function relativeRunDir(request: { readonly dir: string; readonly stateDir: string }): string {
+  const prefix = `${request.stateDir}/`;
+  if (!request.dir.startsWith(prefix)) {
+    throw new SandboxError("InvalidState", `a run directory must be inside the state directory`, {
+      retryable: false,
+    });
+  }
+  return request.dir.slice(prefix.length);
 }
 
 /**

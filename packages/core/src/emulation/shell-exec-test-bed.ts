@@ -4,7 +4,7 @@
  * variant lacks cwd/env or exit codes, under both userlands.
  */
 import { execFileSync } from "node:child_process";
-import { type ShDriverOptions, shDriver, USERLANDS } from "../../test/sh-driver.js";
+import { execStdinFor, type ShDriverOptions, shDriver, USERLANDS } from "../../test/sh-driver.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
 import type { EmulationContext } from "./emulation-context.js";
 import { createShellExec } from "./shell-exec.js";
@@ -29,10 +29,10 @@ export interface ExecBed {
  * E1, E2 and the base64 paths all run.
  */
 export const EXEC_VARIANTS: readonly Required<
-  Pick<ShDriverOptions, "userland" | "exitCodes" | "stdin" | "envCwd">
+  Pick<ShDriverOptions, "userland" | "exitCodes" | "stdin" | "envCwd" | "textOutput">
 >[] = USERLANDS.flatMap((userland) => [
-  { userland, exitCodes: true, stdin: true, envCwd: true },
-  { userland, exitCodes: false, stdin: false, envCwd: false },
+  { userland, exitCodes: true, stdin: true, envCwd: true, textOutput: false },
+  { userland, exitCodes: false, stdin: false, envCwd: false, textOutput: true },
 ]);
 
 /** A signal for test calls that must not hang. */
@@ -45,7 +45,7 @@ export async function createExecBed(options: ShDriverOptions): Promise<ExecBed> 
   const contextOf = (p: ReturnType<typeof shDriver>): EmulationContext => ({
     provider: p.name,
     exec: createShellExec(p),
-    execAcceptsStdin: options.stdin ?? true,
+    execStdin: execStdinFor(options.stdin),
     stateDir: `${sandbox.native.root}/.sbox`,
   });
   const ctx = contextOf(provider);

@@ -1,6 +1,8 @@
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
+import { concatBytes } from "./concat-bytes.js";
 import type { EmulationContext } from "./emulation-context.js";
+import { feedTo, type Payload, STDIN_PAYLOAD_BYTES } from "./exec-payload.js";
 import { shellQuote } from "./shell-quote.js";
 
 /**
@@ -8,9 +10,6 @@ import { shellQuote } from "./shell-quote.js";
  * leaves room for the path and the wrapping well under `MAX_COMMAND_LINE_BYTES`.
  */
 export const BASE64_CHUNK_BYTES: number = 36 * 1024;
-
-/** Bytes per exec when the exec primitive takes stdin (no command-line bound applies to stdin). */
-const STDIN_CHUNK_BYTES = 8 * 1024 * 1024;
 
 /** What an upload reads from: bytes in memory, or a stream read piece by piece. */
 export type UploadSource = Uint8Array | ReadableStream<Uint8Array>;
@@ -23,26 +22,22 @@ export interface UploadOptions {
 }
 
 /**
- * A shell command that appends the bytes to `target` (a shell word, already quoted): one `cat` reading
- * stdin when the exec primitive accepts stdin, else `base64 -d` of inline text. Both work with busybox.
+ * A shell command that appends the bytes to `target` (a shell word, already quoted): `cat` reading stdin
+ * when the exec primitive takes stdin (base64 decoded first when it takes text only), else `base64 -d` of
+ * inline text. All forms work with busybox.
  */
-export function appendCommand(
-  ctx: EmulationContext,
-  target: string,
-  chunk: Uint8Array,
-): { script: string; stdin?: Uint8Array } {
-  if (ctx.execAcceptsStdin) return { script: `cat >> ${target}`, stdin: chunk };
-  if (chunk.length > BASE64_CHUNK_BYTES) {
+export function appendCommand(ctx: EmulationContext, target: string, chunk: Uint8Array): Payload {
+  if (ctx.execStdin === "none" && chunk.length > BASE64_CHUNK_BYTES) {
     throw new SandboxError("Validation", `a base64 chunk may carry at most ${BASE64_CHUNK_BYTES} bytes`, {
       retryable: false,
     });
   }
-  return { script: `printf %s ${Buffer.from(chunk).toString("base64")} | base64 -d >> ${target}` };
+  return feedTo(ctx, `cat >> ${target}`, chunk);
 }
 
 /** The largest piece {@link appendCommand} accepts in one exec for this context. */
 export function chunkBytesFor(ctx: EmulationContext): number {
-  return ctx.execAcceptsStdin ? STDIN_CHUNK_BYTES : BASE64_CHUNK_BYTES;
+  return ctx.execStdin === "none" ? BASE64_CHUNK_BYTES : STDIN_PAYLOAD_BYTES;
 }
 
 /**
@@ -121,7 +116,7 @@ export async function* pieces(source: UploadSource, limit: number): AsyncGenerat
         size += next.value.length;
       }
       while (size >= limit || (done && size > 0)) {
-        const all = Buffer.concat(parts, size);
+        const all = concatBytes(parts);
         const piece = all.subarray(0, Math.min(limit, size));
         parts = piece.length < size ? [all.subarray(piece.length)] : [];
         size -= piece.length;

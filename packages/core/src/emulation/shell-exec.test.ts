@@ -36,10 +36,12 @@ describe.skipIf(!hasBusybox()).each(EXEC_VARIANTS)(
       provider.cleanup();
     });
 
-    test("returns stdout and stderr as bytes and a numeric exit code", async () => {
+    test("returns stdout and stderr as bytes and a numeric exit code, saying whether stdout is raw", async () => {
       const exec = createShellExec(provider);
       const result = await exec(sandbox, "printf 'o\\377'; printf e >&2; exit 4", { signal: testSignal() });
-      expect([...result.stdout]).toEqual([0x6f, 0xff]);
+      // A text-only provider's output was decoded as UTF-8 before the core saw it: 0xff is U+FFFD by then.
+      expect([...result.stdout]).toEqual(variant.textOutput ? [0x6f, 0xef, 0xbf, 0xbd] : [0x6f, 0xff]);
+      expect(result.rawStdout).toBe(!variant.textOutput);
       expect(decoder.decode(result.stderr)).toBe("e");
       expect(result.exitCode).toBe(4);
     });

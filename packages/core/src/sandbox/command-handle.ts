@@ -3,11 +3,19 @@ import { AsyncQueue } from "./async-queue.js";
 import type { CommandHandle, ExecResult, OutputEvent } from "./sandbox-types.js";
 import { Utf8StreamDecoder } from "./utf8-stream-decoder.js";
 
-/** Where a running command delivers its output. */
+/** Where a running command delivers its output, and how its producer learns to pause (`ready`). */
 export interface OutputSink {
   stdout(chunk: Uint8Array | string): void;
   stderr(chunk: Uint8Array | string): void;
+  /** A promise while the iterator's buffer is full: the producer waits for it (back-pressure). */
+  ready(): Promise<void> | undefined;
 }
+
+/**
+ * Characters of output the iterator of one command holds before the command is paused: a slow `for await`
+ * (or one that has not begun yet) slows the command down instead of growing memory.
+ */
+export const ITERATOR_HIGH_WATER_MARK: number = 4 * 1024 * 1024;
 
 /** Options the handle needs from `RunOptions`. */
 export interface HandleOptions {
@@ -20,10 +28,15 @@ export interface HandleOptions {
  * The awaitable and async-iterable handle of `commands.run()`. Output is decoded as it arrives and goes
  * to the callbacks, to the iterator (buffered from the start, so a late `for await` misses nothing) and,
  * unless `collectOutput` is false, into the result. Once the handle is awaited and no iteration has begun by
- * the next turn, the iterator buffer is dropped so output is not kept twice.
+ * the next turn, the iterator buffer is dropped so output is not kept twice. The iterator's buffer is
+ * bounded ({@link ITERATOR_HIGH_WATER_MARK}): while it is full the command's output is paused at its source,
+ * so with `collectOutput: false` memory stays bounded whatever the output size or the consumer's speed.
  */
 export class RunningCommand implements CommandHandle {
-  private readonly events = new AsyncQueue<OutputEvent>();
+  private readonly events = new AsyncQueue<OutputEvent>({
+    highWaterMark: ITERATOR_HIGH_WATER_MARK,
+    sizeOf: (event) => (event.type === "exit" ? 0 : event.data.length),
+  });
   private readonly result: Promise<ExecResult>;
   private iterated = false;
   private stdoutText = "";
@@ -37,7 +50,7 @@ export class RunningCommand implements CommandHandle {
     const collect = options.collectOutput ?? true;
     const out = new Utf8StreamDecoder();
     const err = new Utf8StreamDecoder();
-    const deliver = (type: "stdout" | "stderr", text: string) => {
+    const deliver = (type: "stdout" | "stderr", text: string): void => {
       if (text === "") return;
       if (type === "stdout") {
         if (collect) this.stdoutText += text;
@@ -51,6 +64,7 @@ export class RunningCommand implements CommandHandle {
     const sink: OutputSink = {
       stdout: (chunk) => deliver("stdout", out.write(chunk)),
       stderr: (chunk) => deliver("stderr", err.write(chunk)),
+      ready: () => this.events.ready(),
     };
     const started = performance.now();
     this.result = Promise.resolve()

@@ -92,6 +92,7 @@ export function runCommand(
           signal: deadline.signal,
           onStdout: sink.stdout,
           onStderr: sink.stderr,
+          ready: sink.ready,
         });
         return await settleWithin(deadline.signal, run);
       } catch (error) {

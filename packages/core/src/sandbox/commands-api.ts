@@ -3,6 +3,7 @@ import { NotSupportedError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DriverOutputCallbacks, DriverProcess } from "../spec/provider-spec.js";
 import { AsyncQueue } from "./async-queue.js";
+import { ITERATOR_HIGH_WATER_MARK } from "./command-handle.js";
 import { runCommand, toDriverCommand, validateRunOptions } from "./command-run.js";
 import { killGracefully, planKill, settlesWithin, stopsWithin } from "./graceful-kill.js";
 import { callOptions, gatedMethod, guard, invalidInput, type SandboxContext } from "./sandbox-context.js";
@@ -88,12 +89,22 @@ interface OutputQueues {
   flush(): void;
 }
 
+/**
+ * A background process's output queues: bounded while someone iterates them (a slow reader pauses the
+ * process's output at its source), unbounded before, since nobody may ever read them and `wait()` must
+ * still resolve.
+ */
 function outputQueues(): OutputQueues {
-  const stdout = new AsyncQueue<string>();
-  const stderr = new AsyncQueue<string>();
+  const options = {
+    highWaterMark: ITERATOR_HIGH_WATER_MARK,
+    sizeOf: (text: string) => text.length,
+    pauseBeforeIteration: false,
+  };
+  const stdout = new AsyncQueue<string>(options);
+  const stderr = new AsyncQueue<string>(options);
   const out = new Utf8StreamDecoder();
   const err = new Utf8StreamDecoder();
-  const push = (queue: AsyncQueue<string>, text: string) => {
+  const push = (queue: AsyncQueue<string>, text: string): void => {
     if (text) queue.push(text);
   };
   return {
@@ -102,6 +113,7 @@ function outputQueues(): OutputQueues {
     callbacks: {
       onStdout: (chunk) => push(stdout, out.write(chunk)),
       onStderr: (chunk) => push(stderr, err.write(chunk)),
+      ready: () => stdout.ready() ?? stderr.ready(),
     },
     flush: () => {
       push(stdout, out.end());

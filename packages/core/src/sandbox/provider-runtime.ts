@@ -6,7 +6,11 @@ import {
   FILE_DRIVER_METHODS,
 } from "../capabilities/capability-methods.js";
 import type { CapabilityName } from "../capabilities/capability-names.js";
-import { type ResolvedCapabilities, resolveCapabilities } from "../capabilities/resolve-capabilities.js";
+import {
+  execStdinOf,
+  type ResolvedCapabilities,
+  resolveCapabilities,
+} from "../capabilities/resolve-capabilities.js";
 import {
   bufferedFileStreams,
   CAPABILITY_EMULATIONS,
@@ -94,7 +98,7 @@ export function createProviderRuntime(
   const emulation: EmulationContext = {
     provider: provider.name,
     exec: exec.shell,
-    execAcceptsStdin: provider.capabilities.stdin === "native",
+    execStdin: execStdinOf(provider),
     stateDir: provider.emulationStateDir ?? DEFAULT_EMULATION_STATE_DIR,
   };
 

@@ -134,6 +134,7 @@ export function withDriverErrorMapping<P extends SandboxProviderV1>(provider: P)
     "honours",
     "workdir",
     "emulationStateDir",
+    "execStdin",
     "secrets",
     "mapError",
   ]) {

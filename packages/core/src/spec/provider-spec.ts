@@ -75,6 +75,14 @@ export interface DriverExecRequestV1 extends DriverCallOptionsV1 {
 export interface DriverOutputCallbacksV1 {
   onStdout(chunk: Uint8Array | string): void;
   onStderr(chunk: Uint8Array | string): void;
+  /**
+   * Back-pressure, for drivers that can pause where their output comes from (a socket, a stream). After
+   * delivering output, call it: `undefined` means go on; a promise means the consumer is behind (a slow
+   * `for await` loop), so read nothing more from the source until it settles. Memory then stays bounded
+   * whatever the output size. A driver that never calls it stays correct: a slow consumer's output is only
+   * kept in memory meanwhile. Absent when no consumer can fall behind.
+   */
+  readonly ready?: (() => PromiseLike<void> | undefined) | undefined;
 }
 
 /** How a command ended. `exitCode` is omitted only by providers with `flags.exitCodeNative: false`. */
@@ -86,6 +94,10 @@ export interface DriverExitV1 {
 
 /** The result of the buffered exec primitive. */
 export interface DriverExecResultV1 extends DriverExitV1 {
+  /**
+   * A `Uint8Array` holds the command's raw bytes (the core's file emulation then moves file contents
+   * unencoded); a string is text, for providers whose exec only has text.
+   */
   stdout: Uint8Array | string;
   stderr: Uint8Array | string;
 }
@@ -385,6 +397,14 @@ export interface ProviderDeclarationV1<TCaps extends CapabilityMap = CapabilityM
   /** Where the core's emulations keep their state inside the sandbox (default `/tmp/.sbox`). */
   readonly emulationStateDir?: string | undefined;
   /**
+   * What the buffered `doExec` takes as `request.stdin` (bytes the core hands it), when that is not what
+   * the `stdin` capability implies: `"bytes"` any bytes (the default when `stdin` is native), `"text"` valid
+   * UTF-8 only (the core then sends base64 text), `"none"` nothing (the default otherwise). The emulations
+   * use it to move file data in large pieces instead of 64 KiB command lines, and to hand a command's
+   * supervisor its secret (E3, E4) where no other process of the sandbox can read it.
+   */
+  readonly execStdin?: ExecStdinV1 | undefined;
+  /**
    * Credentials the provider holds: API keys, tokens, passwords in URLs, signatures of signed URLs. The core
    * removes every one of them from every error that leaves the SDK (message, stack and the whole cause
    * chain). A function, so that credentials the provider learns later (a per-sandbox token) count too.
@@ -400,6 +420,9 @@ export interface ProviderDeclarationV1<TCaps extends CapabilityMap = CapabilityM
     | ((error: unknown, context: ProviderErrorContext) => SandboxError | undefined)
     | undefined;
 }
+
+/** What a buffered exec takes on stdin: any bytes, UTF-8 text only, or nothing. */
+export type ExecStdinV1 = "bytes" | "text" | "none";
 
 /** What {@link ProviderDeclarationV1.mapError} is told about the failed call. */
 export interface ProviderErrorContext {
@@ -431,6 +454,8 @@ export type DriverCommand = DriverCommandV1;
 export type DriverExecRequest = DriverExecRequestV1;
 /** The current version of {@link DriverOutputCallbacksV1}. */
 export type DriverOutputCallbacks = DriverOutputCallbacksV1;
+/** The current version of {@link ExecStdinV1}. */
+export type ExecStdin = ExecStdinV1;
 /** The current version of {@link DriverExitV1}. */
 export type DriverExit = DriverExitV1;
 /** The current version of {@link DriverExecResultV1}. */
