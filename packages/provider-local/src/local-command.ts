@@ -1,6 +1,6 @@
 import { realpathSync, statSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type DriverCommand, EXEC_ARGS_SCRIPT } from "@sbox/core/spec";
 import {
   COMMAND_GROUP_PREFIX,
@@ -112,6 +112,7 @@ export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): San
     workspace: target.paths.workspace,
     tmp: target.paths.tmp,
     home: target.paths.home,
+    stateRoot: dirname(target.paths.dir),
     owner,
   };
 }

@@ -4,7 +4,12 @@ import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { DriverCallOptions, DriverExecRequest, DriverSandbox } from "@sbox/core/spec";
+import {
+  type DriverCallOptions,
+  type DriverExecRequest,
+  type DriverSandbox,
+  resolveSandboxPath,
+} from "@sbox/core/spec";
 import type {
   LocalProvider,
   LocalSandboxHandle,
@@ -48,9 +53,57 @@ export type AnyLocalProvider =
   | LocalProvider<typeof localCapabilities>
   | LocalProvider<typeof localUnisolatedCapabilities>;
 
-/** The provider for `mode` over `root`. */
+/** The driver methods whose path arguments the core resolves (every file method, streams and watch too). */
+const PATH_METHODS = [
+  "doReadFile",
+  "doWriteFile",
+  "doReadFileStream",
+  "doWriteFileStream",
+  "doListFiles",
+  "doStat",
+  "doMkdir",
+  "doRemove",
+  "doRename",
+  "doWatch",
+] as const;
+
+/** The provider for `mode` over `root`, its file methods given paths the way the core gives them. */
 export function providerFor(mode: Mode, root: string): AnyLocalProvider {
-  return local({ root, isolation: mode });
+  return withCorePaths(local({ root, isolation: mode }));
+}
+
+/**
+ * `provider` with every path its file methods get made absolute and normalised first, as the core's runtime
+ * does before any driver sees it (`resolveSandboxPath`, relative paths from the working directory: the
+ * declared `workdir`, else the workspace's host directory, which is what `pwd` prints without isolation).
+ * These tests call the driver directly, so they pass paths the way the core would.
+ */
+export function withCorePaths<P extends AnyLocalProvider>(provider: P): P {
+  const wrapped: Record<string, unknown> = { ...provider };
+  for (const method of PATH_METHODS) {
+    const original = (provider as unknown as Record<string, unknown>)[method];
+    if (typeof original !== "function") continue;
+    const resolve = (sandbox: DriverSandbox<LocalSandboxHandle>, path: unknown) =>
+      typeof path === "string" && path !== "" && !path.includes("\0")
+        ? resolveSandboxPath(path, provider.workdir ?? sandbox.native.workspace)
+        : path;
+    wrapped[method] = (sandbox: DriverSandbox<LocalSandboxHandle>, path: unknown, ...rest: unknown[]) =>
+      method === "doRename"
+        ? (original as (...args: unknown[]) => unknown).call(
+            provider,
+            sandbox,
+            resolve(sandbox, path),
+            resolve(sandbox, rest[0]),
+            ...rest.slice(1),
+          )
+        : (original as (...args: unknown[]) => unknown).call(
+            provider,
+            sandbox,
+            resolve(sandbox, path),
+            ...rest,
+          );
+  }
+  return wrapped as P;
 }
 
 /** A buffered exec request for a shell snippet. */

@@ -11,7 +11,15 @@ import { join } from "node:path";
 import type { DriverSandbox } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalSandboxHandle, local } from "../src/index.js";
-import { type AnyLocalProvider, call, destroyAll, run, tempOutsideTmp, tempStateRoot } from "./helpers.js";
+import {
+  type AnyLocalProvider,
+  call,
+  destroyAll,
+  run,
+  tempOutsideTmp,
+  tempStateRoot,
+  withCorePaths,
+} from "./helpers.js";
 
 const state = tempStateRoot("escapes");
 afterAll(() => state.cleanup());
@@ -48,7 +56,7 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
   let sandbox: DriverSandbox<LocalSandboxHandle>;
 
   beforeAll(async () => {
-    provider = local({ root: `${state.home}/main`, isolation: "bwrap" });
+    provider = withCorePaths(local({ root: `${state.home}/main`, isolation: "bwrap" }));
     sandbox = await provider.doCreate({}, call());
   });
   afterAll(async () => {
