@@ -16,6 +16,7 @@ import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import { hostPrefix, prefixSteps, SYSTEM_PATH, sandboxResources } from "./local-launch.js";
 import type { LocalResources } from "./local-limits.js";
+import { networkSupport, noNetworkError } from "./local-network.js";
 import type { LocalMount } from "./local-options.js";
 import {
   hostCwdWithoutIsolation,
@@ -354,7 +355,17 @@ export function planLaunch(
     [CWD_VARIABLE]: sandboxCwd(input.cwd),
     ...tags,
   };
-  const joinNetwork = !(holder.network === "host" && record.egress === "allow-all");
+  // Without a user-mode stack, allow-all shares the host's network only where the user accepted that
+  // (`hostNetwork`); otherwise the command is refused rather than given the host's network.
+  const hostShared = holder.network === "host" && record.egress === "allow-all";
+  if (hostShared && record.hostNetwork !== true) {
+    const support = networkSupport(identity);
+    throw noNetworkError(
+      support.kind === "host" ? support.reason : "the sandbox's namespaces have none",
+      "command",
+    );
+  }
+  const joinNetwork = !hostShared;
   const nsenter = [
     isolation.programs.nsenter,
     ...(identity.root ? [] : ["--preserve-credentials", `--user=/proc/${anchor}/ns/user`]),

@@ -57,7 +57,7 @@ import {
 } from "./local-lifecycle.js";
 import { describeEnforcement, resolveResources } from "./local-limits.js";
 import { sandboxMetrics } from "./local-metrics.js";
-import { addPortForward, networkSupport, removePortForward } from "./local-network.js";
+import { addPortForward, networkSupport, noNetworkError, removePortForward } from "./local-network.js";
 import {
   type LocalEgress,
   type LocalOptions,
@@ -160,6 +160,18 @@ function warnAboutRlimits(reason: string): void {
   );
 }
 
+let noNetworkWarned = false;
+
+/** Says once per process that sandboxes get no network by default here, why, and how to change that. */
+function warnAboutNoNetwork(reason: string): void {
+  if (noNetworkWarned) return;
+  noNetworkWarned = true;
+  process.emitWarning(
+    `sbox local: no user-mode network stack is usable here (${reason}); new sandboxes get egress "block-all" (no network) unless asked otherwise, and an explicit "allow-all" is refused. local({ network: { hostNetwork: true } }) lets them share the host's network instead. getInfo().raw.network says what each sandbox has.`,
+    { code: "SBOX_LOCAL_NO_NETWORK" },
+  );
+}
+
 /**
  * The embedded default provider: each sandbox is a directory under a state root (default `~/.sbox/local`,
  * or `$SBOX_HOME/local`) and its commands are host processes, isolated with bubblewrap when it is available.
@@ -209,6 +221,7 @@ export function local(
   const holders = new HolderCache();
   const mounts = normalizedMounts(options);
   const hostLoopback = options.network?.hostLoopback === true;
+  const hostNetwork = options.network?.hostNetwork === true;
   const settings = (): CommandSettings => ({
     shell,
     // Under bubblewrap the host's PATH names directories the sandbox does not have (a user's ~/.local/bin).
@@ -233,15 +246,35 @@ export function local(
     }
   };
 
-  const requireEgress = (egress: LocalEgress, operation: string) => {
-    if (egress !== "block-all") return;
+  /**
+   * The egress a sandbox gets for `requested` (`undefined`: the default, allow-all). The network fails closed:
+   * under bubblewrap with no usable user-mode stack, the default becomes block-all and an explicit allow-all
+   * is refused, unless `hostNetwork` accepts sharing the host's network.
+   */
+  const grantEgress = (requested: LocalEgress | undefined, operation: string): LocalEgress => {
+    const egress = requested ?? "allow-all";
     const resolved = isolation();
     if (resolved.mode !== "bwrap") {
-      throw localError(
-        "NotSupported",
-        `${operation}: blocking egress needs bubblewrap's network namespace, and this provider runs without isolation (${resolved.reason})`,
-      );
+      if (egress === "block-all") {
+        throw localError(
+          "NotSupported",
+          `${operation}: blocking egress needs bubblewrap's network namespace, and this provider runs without isolation (${resolved.reason})`,
+        );
+      }
+      return egress;
     }
+    if (egress === "block-all" || hostNetwork) return egress;
+    const support = networkSupport(hostIdentity());
+    if (support.kind === "slirp4netns") return egress;
+    if (requested !== undefined) throw noNetworkError(support.reason, operation);
+    warnAboutNoNetwork(support.reason);
+    return "block-all";
+  };
+
+  /** Why no user-mode network is usable (only called once `grantEgress` fell back to block-all). */
+  const networkReason = (): string => {
+    const support = networkSupport(hostIdentity());
+    return support.kind === "host" ? support.reason : "unknown";
   };
 
   /** Loads a sandbox fresh from disk; an expired one is stopped first (unless the caller is the stop itself). */
@@ -322,7 +355,11 @@ export function local(
               network:
                 network.kind === "slirp4netns"
                   ? { mode: "user-mode", stack: "slirp4netns", hostLoopback: record.hostLoopback === true }
-                  : { mode: "host", reason: network.reason },
+                  : // No stack of its own: the host's network only where the user accepted it, else none.
+                    {
+                      mode: record.egress === "allow-all" && record.hostNetwork === true ? "host" : "none",
+                      reason: network.reason,
+                    },
               seccomp: seccompProgram() ? "docker-like default" : `none (no filter for ${process.arch})`,
             }
           : {}),
@@ -340,6 +377,7 @@ export function local(
   ): LocalSandboxRecord => ({
     resources: resolveResources(spec),
     ...(hostLoopback ? { hostLoopback } : {}),
+    ...(hostNetwork ? { hostNetwork } : {}),
     version: 1,
     id,
     ...(spec.name === undefined ? {} : { name: spec.name }),
@@ -369,27 +407,27 @@ export function local(
     async doCreate(spec, { signal }) {
       throwIfAborted(signal, "create");
       rejectUnhonoured(spec);
-      const egressPolicy: EgressPolicy = spec.network?.egress ?? options.network?.egress ?? "allow-all";
-      if (typeof egressPolicy !== "string") {
+      const egressPolicy: EgressPolicy | undefined = spec.network?.egress ?? options.network?.egress;
+      if (egressPolicy !== undefined && typeof egressPolicy !== "string") {
         throw localError(
           "NotSupported",
           "egress allow-lists are not supported by the local provider (only allow-all and block-all)",
         );
       }
-      const egress: LocalEgress = egressPolicy;
       isolation();
       // Once per provider: what a program that died while destroying left behind is finished.
       sweptRoot ??= readdir(root)
         .then((names) => finishAbandonedDestroys(root, names))
         .catch(() => {});
       await sweptRoot;
-      requireEgress(egress, "create");
+      const egress = grantEgress(egressPolicy, "create");
       checkMounts();
       const record = newRecord("pending", spec, egress, []);
       const support = cgroupSupport();
       if (support.kind === "none") warnAboutRlimits(support.reason);
       const ports = [...new Set((spec.ports ?? []).map(validatePort))];
       if (ports.length > 0 && egress === "block-all") {
+        if (egressPolicy === undefined) throw noNetworkError(networkReason(), "create with ports");
         throw localError(
           "Validation",
           "ports cannot be exposed when egress is blocked: the sandbox has its own network namespace",
@@ -723,7 +761,7 @@ export function local(
             "egress allow-lists are not supported by the local provider (only allow-all and block-all)",
           );
         }
-        requireEgress(policy, "network.setEgress");
+        grantEgress(policy, "network.setEgress");
         const target = await load(sandbox.id);
         if (policy === "block-all" && target.record.ports.length > 0) {
           throw localError(
@@ -734,6 +772,8 @@ export function local(
         const updated = await updateRecord(target.paths, target.id, (record) => ({
           ...record,
           egress: policy,
+          // This provider accepted the host's network for allow-all: commands of the sandbox may use it.
+          ...(hostNetwork ? { hostNetwork } : {}),
         }));
         const resolved = isolation();
         if (resolved.mode === "bwrap") await applyEgress(resolved, { ...target, record: updated });

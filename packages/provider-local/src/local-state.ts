@@ -26,6 +26,11 @@ export interface LocalSandboxRecord {
   readonly ports: readonly number[];
   /** Whether the sandbox may reach the host's loopback (`local({ network: { hostLoopback: true } })`). */
   readonly hostLoopback?: boolean | undefined;
+  /**
+   * Whether `allow-all` may share the host's network where no user-mode stack is usable
+   * (`local({ network: { hostNetwork: true } })`); without it such a sandbox's commands are refused.
+   */
+  readonly hostNetwork?: boolean | undefined;
   /** Limits (absent in records written before limits existed: the defaults apply). */
   readonly resources?: LocalResources | undefined;
 }

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,7 @@ import {
   resolveSandboxPath,
 } from "@sbox/core/spec";
 import type {
+  LocalOptions,
   LocalProvider,
   LocalSandboxHandle,
   localCapabilities,
@@ -68,8 +69,8 @@ const PATH_METHODS = [
 ] as const;
 
 /** The provider for `mode` over `root`, its file methods given paths the way the core gives them. */
-export function providerFor(mode: Mode, root: string): AnyLocalProvider {
-  return withCorePaths(local({ root, isolation: mode }));
+export function providerFor(mode: Mode, root: string, options: LocalOptions = {}): AnyLocalProvider {
+  return withCorePaths(local({ ...options, root, isolation: mode }));
 }
 
 /**
@@ -104,6 +105,31 @@ export function withCorePaths<P extends AnyLocalProvider>(provider: P): P {
           );
   }
   return wrapped as P;
+}
+
+/**
+ * How to run a child program where it finds no user-mode network stack (no usable tun device), as this same
+ * user: as root, in a mount namespace of its own with an empty tmpfs over `/dev/net` (nothing of the host
+ * changes: the mount lives and dies with the child's namespace); unprivileged, as it is where this user
+ * cannot open `/dev/net/tun` anyway. An unprivileged user who can open it would need a user namespace to hide
+ * it, and then this program's own processes outside it become unreadable to the provider's process lookup:
+ * `skip` says so.
+ */
+export function withoutTunDevice(): { wrapper: string[] } | { skip: string } {
+  if (process.getuid?.() === 0) {
+    const hide = "mount -t tmpfs -o size=16k,mode=755 sbox-no-tun /dev/net";
+    return {
+      wrapper: ["unshare", "--mount", "--propagation", "private", "sh", "-c", `${hide} && exec "$@"`, "sh"],
+    };
+  }
+  try {
+    closeSync(openSync("/dev/net/tun", "r+"));
+  } catch {
+    return { wrapper: [] };
+  }
+  return {
+    skip: "this unprivileged user can open /dev/net/tun: it cannot be hidden from a child without a user namespace",
+  };
 }
 
 /** A buffered exec request for a shell snippet. */
@@ -171,12 +197,13 @@ export async function destroyAll(provider: AnyLocalProvider): Promise<number> {
 /**
  * Bundles `test/fixtures/local-child.ts` (with the provider and core sources) into one ESM file, so tests can
  * run the provider in another OS process. Returns a function running it with arguments, which resolves with
- * the JSON line it printed.
+ * the JSON line it printed. `wrapper` is a command line the child runs under (it ends by executing its
+ * arguments: node, the bundle and the child's arguments).
  */
 export async function bundleChild(
   outDir: string,
   fixture = "local-child",
-  limits: { openFiles?: number } = {},
+  limits: { openFiles?: number; wrapper?: readonly string[] } = {},
 ): Promise<(...args: string[]) => Promise<Record<string, unknown>>> {
   const { build } = await import("esbuild");
   const outfile = join(outDir, `${fixture}.mjs`);
@@ -193,10 +220,13 @@ export async function bundleChild(
     logLevel: "silent",
   });
   // With a descriptor limit, the child runs under `ulimit -n` (a shell builtin; the limit is inherited).
-  const [file, prefix] =
+  const [node, nodePrefix] =
     limits.openFiles === undefined
       ? [process.execPath, []]
       : ["/bin/sh", ["-c", `ulimit -n ${limits.openFiles} && exec "$@"`, "sh", process.execPath]];
+  const [file, prefix] = limits.wrapper?.length
+    ? [limits.wrapper[0]!, [...limits.wrapper.slice(1), node, ...nodePrefix]]
+    : [node, nodePrefix];
   return (...args: string[]) =>
     new Promise((resolve, reject) => {
       execFile(
