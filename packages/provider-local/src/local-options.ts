@@ -51,6 +51,14 @@ export interface LocalOptions {
    * directories is visible otherwise: no home directories, no `/root`, no checkout, no state root.
    */
   mounts?: readonly LocalMount[] | undefined;
+  /**
+   * As root, under bubblewrap: give each sandbox an ext4 image of its own, `resources.diskMB` large (sparse),
+   * so that its `/workspace`, `/tmp` and `/home/user` together can never hold more (ENOSPC inside). Default
+   * `false`: each file a sandbox writes is limited to `diskMB`, not their total. Refused with `NotSupported`
+   * where no image can be mounted (not root, no loop devices, no mkfs.ext4). Each sandbox then holds four
+   * mounts (the image and three binds) below the state root, which is made a private mount of itself.
+   */
+  diskImage?: boolean | undefined;
   /** Path of the `bwrap` executable (default: looked up on `PATH`, then `/usr/bin/bwrap`). */
   bwrapPath?: string | undefined;
   /** Shell used for string commands (default `/bin/sh`). */
@@ -96,6 +104,7 @@ const LOCAL_OPTION_RULES: ProviderOptionRules = {
   mounts: optionRules.custom("an array of { host, sandbox, readOnly? }", (value) =>
     Array.isArray(value) ? undefined : "must be an array",
   ),
+  diskImage: optionRules.boolean(),
   bwrapPath: optionRules.nonEmptyString(),
   shell: optionRules.nonEmptyString(),
   path: optionRules.nonEmptyString(),

@@ -27,6 +27,7 @@ import {
 import { localCapabilities, localFlags, localUnisolatedCapabilities } from "./local-capabilities.js";
 import { cgroupSupport, enforcedLimits } from "./local-cgroups.js";
 import { type CommandSettings, type CommandTarget, viewOf } from "./local-command.js";
+import { type DiskSupport, diskSupport, ensureDiskMounted } from "./local-disk.js";
 import { LOCAL_PROVIDER_NAME, localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { type CommandContext, runForeground } from "./local-exec.js";
 import {
@@ -271,6 +272,32 @@ export function local(
     return "block-all";
   };
 
+  /**
+   * Whether new sandboxes get a disk image of their own: only when `diskImage` asks for one, under bubblewrap;
+   * asked for where none can be made, creating is refused rather than done without the limit.
+   */
+  const diskFor = (): { support: DiskSupport | undefined; field: { disk?: "image" } } => {
+    if (!options.diskImage) return { support: undefined, field: {} };
+    if (unisolated()) {
+      throw localError(
+        "NotSupported",
+        "local({ diskImage: true }) needs bubblewrap: this provider runs without isolation",
+      );
+    }
+    const support = diskSupport(root, hostIdentity().root);
+    if (support.kind === "image") return { support, field: { disk: "image" } };
+    throw localError(
+      "NotSupported",
+      `local({ diskImage: true }): no disk image can be made here (${support.reason}); without it each file a sandbox writes is limited to resources.diskMB, not their total`,
+    );
+  };
+
+  /** Why a sandbox has no disk image. */
+  const diskReason = (): string =>
+    options.diskImage
+      ? "made before disk images were asked for"
+      : "no disk image: local({ diskImage: true }) gives each sandbox one, as root";
+
   /** Why no user-mode network is usable (only called once `grantEgress` fell back to block-all). */
   const networkReason = (): string => {
     const support = networkSupport(hostIdentity());
@@ -281,6 +308,7 @@ export function local(
   const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
     const paths = sandboxPaths(root, assertLocalId(id));
     let record = await readRecord(paths, id);
+    if (record.disk === "image") await ensureDiskMounted(paths);
     if (enforceExpiry && record.state !== "stopped" && isExpired(record)) {
       record = await stopSandbox({ id, paths, record });
       holders.forget(paths.dir);
@@ -325,7 +353,13 @@ export function local(
     const bwrap = isolationMode === "bwrap";
     const cgroup = recordedCgroup(target);
     const support = cgroupSupport();
-    const limits = describeEnforcement(sandboxResources(record), cgroup ?? support);
+    const limits = describeEnforcement(
+      sandboxResources(record),
+      cgroup ?? support,
+      record.disk === "image"
+        ? { image: true }
+        : { image: false, reason: bwrap ? diskReason() : "no isolation: commands write as the host user" },
+    );
     const network = networkSupport(identity);
     const info: DriverSandboxInfo = {
       id: target.id,
@@ -436,8 +470,9 @@ export function local(
       const id = newLocalId();
       const paths = sandboxPaths(root, id);
       await mkdir(root, { recursive: true, mode: 0o700 });
-      const created = { ...record, id, ports };
-      await createSandboxDirectories(paths, created, sandboxOwner());
+      const disk = diskFor();
+      const created = { ...record, id, ports, ...disk.field };
+      await createSandboxDirectories(paths, created, sandboxOwner(), disk.support);
       // The limits exist from the start (they are read back by getInfo), not from the first command.
       await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
       return handleOf(id, root, unisolated());
@@ -668,6 +703,7 @@ export function local(
         throw localError("Validation", `fork count must be an integer from 1 to ${MAX_FORK_COUNT}`);
       }
       const source = await load(sandbox.id);
+      const disk = diskFor();
       const forks: Sandbox[] = [];
       try {
         for (let i = 0; i < count; i++) {
@@ -675,10 +711,19 @@ export function local(
           const id = newLocalId();
           const paths = sandboxPaths(root, id);
           // Ports are host ports: a copy cannot hold the same ones.
+          const { disk: _sourceDisk, ...inherited } = source.record;
           await createSandboxDirectories(
             paths,
-            { ...source.record, id, createdAt: new Date().toISOString(), state: "running", ports: [] },
+            {
+              ...inherited,
+              ...disk.field,
+              id,
+              createdAt: new Date().toISOString(),
+              state: "running",
+              ports: [],
+            },
             sandboxOwner(),
+            disk.support,
           );
           forks.push(handleOf(id, root, unisolated()));
           await copyTree(source.paths.workspace, paths.workspace, sandboxOwner());

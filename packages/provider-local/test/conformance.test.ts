@@ -10,16 +10,17 @@
  * refused unless the host's network is accepted explicitly, which these runs do (`network.hostNetwork`), so
  * the egress and port cases still run there.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runConformance } from "@sbox/conformance/vitest";
 import { afterAll } from "vitest";
 import { local } from "../src/index.js";
+import { removeTestDir } from "./helpers.js";
 
 // One state root for every set-up; each conformance run checks that it leaves no sandbox behind.
 const root = mkdtempSync(join(tmpdir(), "sbox-local-conformance-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+afterAll(() => removeTestDir(root));
 
 const only = process.env.SBOX_CONFORMANCE_ONLY?.split(",").filter(Boolean);
 

@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,10 +24,26 @@ export const MODES = ["bwrap", "none"] as const;
 /** One isolation mode. */
 export type Mode = (typeof MODES)[number];
 
+/**
+ * Removes a test's directory: first whatever is mounted below it (as root, state roots are private mounts of
+ * themselves and sandboxes have disk images), deepest first, then its files.
+ */
+export function removeTestDir(dir: string): void {
+  const points = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => (line.split(" ")[4] ?? "").replace(/\\040/g, " "))
+    .filter((point) => point === dir || point.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) {
+    if (spawnSync("umount", [point]).status !== 0) spawnSync("umount", ["-l", point]);
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
 /** A throwaway state root for one test file; `cleanup()` removes it. */
 export function tempStateRoot(label: string): { home: string; cleanup(): void } {
   const home = mkdtempSync(join(tmpdir(), `sbox-local-${label}-`));
-  return { home, cleanup: () => rmSync(home, { recursive: true, force: true }) };
+  return { home, cleanup: () => removeTestDir(home) };
 }
 
 /**
@@ -41,7 +57,7 @@ export function tempOutsideTmp(label: string): { dir: string; cleanup(): void } 
   const parent = `/var/tmp/sbox-local-test-${process.getuid?.() ?? 0}`;
   mkdirSync(parent, { recursive: true });
   const dir = mkdtempSync(join(parent, `${label}-`));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, cleanup: () => removeTestDir(dir) };
 }
 
 /** Options for a driver call that is never aborted. */
