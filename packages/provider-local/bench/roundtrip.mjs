@@ -5,8 +5,8 @@
 // - without isolation, a plain `child_process.spawn("true")` that reads the output pipes to their end (what a
 //   caller does to get a command's output, which run() returns);
 // - with bubblewrap, the provider's own launch chain run bare: the same `sh` (cgroup join, limits),
-//   `nsenter` (the sandbox's namespaces) and `bwrap` (the same options, argument file and syscall filter,
-//   copied from a command of the provider while it runs) with `sh -c true`, spawned directly. What run()
+//   `nsenter` (the sandbox's namespaces) and `bwrap` (the same options and syscall filter, copied from a
+//   command of the provider while it runs, the options read from a file) with `sh -c true`, spawned directly. What run()
 //   adds over it is the provider's cost. The namespaces' own cost is measured apart: `nsenter <the same
 //   namespaces> true` against `spawn("true")`, and the same bubblewrap without joining any.
 //
@@ -58,7 +58,9 @@ const quote = (value) => `'${value.replaceAll("'", "'\\''")}'`;
  * cgroup join and limits its `sh` did before becoming nsenter rebuilt from the sandbox's own records.
  */
 async function providerChain(sandbox, id, root) {
-  const running = sandbox.commands.run("sleep 2");
+  // A background command: its launcher reads its arguments from a file (a foreground one gets them through a
+  // pipe, which /proc cannot copy); the arguments are the same.
+  const running = sandbox.commands.spawn("sleep 2").then((handle) => handle.wait());
   try {
     for (let i = 0; i < 100; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -40,33 +40,9 @@ export const localCapabilities = {
  * What the local provider does with `isolation: "none"`: the same, except egress control, which needs a
  * network namespace.
  */
-export const localUnisolatedCapabilities = {
-  list: "native",
-  stop: "native",
-  pause: "native",
-  setTimeout: "native",
-  streaming: "native",
-  background: "native",
-  killProcess: "native",
-  stdin: "native",
-  pty: "native",
-  filesWatch: "native",
-  filesUpload: "native",
-  codeInterpreter: "unsupported",
-  statefulKernel: "unsupported",
-  exposePort: "native",
-  privatePreview: "unsupported",
-  egressControl: "unsupported",
-  ssh: "unsupported",
-  proxiedFetch: "native",
-  snapshot: "native",
-  fork: "native",
-  volumes: "unsupported",
-  gpu: "unsupported",
-  region: "unsupported",
-  secretsVault: "unsupported",
-  metrics: "native",
-} as const;
+export const localUnisolatedCapabilities: Omit<typeof localCapabilities, "egressControl"> & {
+  readonly egressControl: "unsupported";
+} = { ...localCapabilities, egressControl: "unsupported" };
 
 /** The behaviour flags of the local provider. */
 export const localFlags = {

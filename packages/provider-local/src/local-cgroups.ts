@@ -7,8 +7,8 @@ import {
   rmdirSync,
   writeFileSync,
 } from "node:fs";
-import { readdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { readdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { localError } from "./local-errors.js";
 import { sendSignal } from "./local-procfs.js";
 
@@ -249,8 +249,13 @@ export function createSandboxCgroup(id: string, limits: CgroupLimits): SandboxCg
 }
 
 /** The group that tracks one command (`tag`), made on demand. */
-export function commandGroup(cgroup: SandboxCgroup, tag: string): string {
+export function commandGroup(cgroup: SandboxCgroup, tag: string, reuse = false): string {
   const parent = cgroup.kind === "v2" ? cgroup.dir : cgroup.dirs.pids!;
+  if (reuse) {
+    const spare = spareGroups.get(parent)?.pop();
+    // Still there (a stop or destroy removes the sandbox's groups): no mkdir on the command's way.
+    if (spare !== undefined && existsSync(spare)) return spare;
+  }
   const dir = join(parent, `${COMMAND_GROUP_PREFIX}${tag}`);
   try {
     mkdirSync(dir);
@@ -258,6 +263,39 @@ export function commandGroup(cgroup: SandboxCgroup, tag: string): string {
     if ((error as { code?: string }).code !== "EEXIST") throw error;
   }
   return dir;
+}
+
+/**
+ * Empty command groups of finished foreground commands, by parent group, for the next foreground command to
+ * reuse: making a cgroup is the costliest step of starting a command after the spawn itself. A foreground
+ * command's group is known only to its own run (background commands are found by their tag's group, so they
+ * always get a fresh one).
+ */
+const spareGroups = new Map<string, string[]>();
+/** Spare groups kept per sandbox, and sandboxes kept: enough for a few commands in parallel, never a leak. */
+const SPARES_PER_PARENT = 4;
+const SPARE_PARENTS = 256;
+
+/**
+ * Hands the group of a finished foreground command back for reuse when nothing runs in it any more (its
+ * `cgroup.procs` is empty: no process of the sandbox can add itself to a cgroup), else tries to remove it.
+ */
+export async function recycleCommandGroup(group: string): Promise<void> {
+  const parent = dirname(group);
+  const spares = spareGroups.get(parent) ?? [];
+  let empty = false;
+  try {
+    empty = (await readFile(join(group, "cgroup.procs"), "utf8")).trim() === "";
+  } catch {
+    return; // removed with its sandbox
+  }
+  if (empty && spares.length < SPARES_PER_PARENT) {
+    if (!spareGroups.has(parent) && spareGroups.size >= SPARE_PARENTS) spareGroups.clear();
+    spares.push(group);
+    spareGroups.set(parent, spares);
+    return;
+  }
+  await rmdir(group).catch(() => {});
 }
 
 /**

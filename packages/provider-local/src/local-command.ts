@@ -1,6 +1,6 @@
 import { realpathSync, statSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type DriverCommand, EXEC_ARGS_SCRIPT } from "@sbox/core/spec";
 import {
   COMMAND_GROUP_PREFIX,
@@ -16,6 +16,7 @@ import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import { hostPrefix, prefixSteps, SYSTEM_PATH, sandboxResources } from "./local-launch.js";
 import type { LocalResources } from "./local-limits.js";
+import { networkSupport, noNetworkError } from "./local-network.js";
 import type { LocalMount } from "./local-options.js";
 import {
   hostCwdWithoutIsolation,
@@ -46,8 +47,12 @@ export interface LaunchPlan {
   readonly env: Record<string, string>;
   /** Files holding this start's arguments, to remove once the command runs. */
   readonly launchFiles: readonly string[];
+  /** bubblewrap's arguments, to be written to the launcher's descriptor `ARGS_FD` (instead of a file). */
+  readonly argsData?: Buffer | undefined;
   /** The command's own cgroup, when the sandbox has cgroups. */
   readonly group?: string | undefined;
+  /** Whether `group` goes back for reuse once the command ended (a foreground command's). */
+  readonly reusableGroup?: boolean | undefined;
   /** Finds every process of this command, fresh on every call. */
   readonly find: ProcessFinder;
   /** Launchers that catchable signals must spare (they would die of them and orphan the command). */
@@ -88,6 +93,8 @@ export interface CommandInput {
   readonly launchDir: string;
   /** The interactive shell of a pty without a command. */
   readonly terminalShell?: string | undefined;
+  /** A foreground command of this program (it ends with its run): its cgroup may be a finished one's (see `recycleCommandGroup`), its bubblewrap arguments go through a pipe. */
+  readonly foreground?: boolean | undefined;
 }
 
 /** Settings shared by every command of a provider instance. */
@@ -112,6 +119,7 @@ export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): San
     workspace: target.paths.workspace,
     tmp: target.paths.tmp,
     home: target.paths.home,
+    stateRoot: dirname(target.paths.dir),
     owner,
   };
 }
@@ -297,7 +305,7 @@ export function planLaunch(
   const tags = { [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: input.tag };
   const launcherEnv = { PATH: SYSTEM_PATH, ...tags };
   const resources = sandboxResources(record);
-  const group = cgroup ? commandGroup(cgroup, input.tag) : undefined;
+  const group = cgroup ? commandGroup(cgroup, input.tag, input.foreground === true) : undefined;
   const cgroupFiles = cgroup && group ? joinFiles(cgroup, group) : [];
   const limits = launchLimits(resources, cgroup, bwrap);
   if (!bwrap) {
@@ -332,6 +340,7 @@ export function planLaunch(
       env,
       launchFiles: [],
       group,
+      reusableGroup: input.foreground === true,
       find: commandFinder(input.tag, group, undefined),
       spareExes: [],
     };
@@ -353,7 +362,17 @@ export function planLaunch(
     [CWD_VARIABLE]: sandboxCwd(input.cwd),
     ...tags,
   };
-  const joinNetwork = !(holder.network === "host" && record.egress === "allow-all");
+  // Without a user-mode stack, allow-all shares the host's network only where the user accepted that
+  // (`hostNetwork`); otherwise the command is refused rather than given the host's network.
+  const hostShared = holder.network === "host" && record.egress === "allow-all";
+  if (hostShared && record.hostNetwork !== true) {
+    const support = networkSupport(identity);
+    throw noNetworkError(
+      support.kind === "host" ? support.reason : "the sandbox's namespaces have none",
+      "command",
+    );
+  }
+  const joinNetwork = !hostShared;
   const nsenter = [
     isolation.programs.nsenter,
     ...(identity.root ? [] : ["--preserve-credentials", `--user=/proc/${anchor}/ns/user`]),
@@ -387,7 +406,10 @@ export function planLaunch(
     "--chdir",
     "/",
   ];
-  const argsFile = writeArgsFile(input.launchDir, input.tag, bwrapOptions);
+  // A foreground command hands them over through a pipe its launcher inherits (no file to write and remove
+  // on the command's way); others through a file, since their launcher may outlive this program.
+  const argsData = input.foreground ? Buffer.from(`${bwrapOptions.join("\0")}\0`) : undefined;
+  const argsFile = argsData ? undefined : writeArgsFile(input.launchDir, input.tag, bwrapOptions);
   const prefix = hostPrefix({
     anchor: { pid: anchor, startTime: holder.anchor.startTime, userNamespaceFd: identity.root },
     args: argsFile,
@@ -406,8 +428,10 @@ export function planLaunch(
     args: ["-c", prefix, "sbox-launch", ...nsenter, isolation.bwrapPath, "--args", "6", "--", ...argv],
     cwd: "/",
     env: launcherEnv,
-    launchFiles: [argsFile],
+    launchFiles: argsFile ? [argsFile] : [],
+    ...(argsData ? { argsData } : {}),
     group,
+    reusableGroup: input.foreground === true,
     find: commandFinder(input.tag, group, holder),
     spareExes: launchExes(isolation),
   };

@@ -27,8 +27,10 @@ export function localError(code: SandboxErrorCode, message: string, cause?: unkn
 }
 
 /**
- * Turns anything thrown into a `SandboxError` of this provider. Node errno errors keep their code in the
- * message; host paths in them are kept (they are the caller's own paths, never a credential).
+ * Turns anything thrown into a `SandboxError` of this provider: the provider's `mapError` (every driver
+ * method's failure leaves through it), and what its own handles and callbacks reject with. Node errno errors
+ * keep their code in the message; host paths in them are kept (they are the caller's own paths, never a
+ * credential).
  */
 export function toLocalError(error: unknown, operation: string): SandboxError {
   if (SandboxError.isInstance(error)) return error;
@@ -42,15 +44,6 @@ export function toLocalError(error: unknown, operation: string): SandboxError {
     });
   }
   return toSandboxError(error, { provider: LOCAL_PROVIDER_NAME, operation });
-}
-
-/** Runs `work`, turning whatever it throws into a `SandboxError` for `operation`. */
-export async function guardLocal<T>(operation: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw toLocalError(error, operation);
-  }
 }
 
 /** The error a call reports when its signal fired: the signal's own `SandboxError` reason, else `Aborted`. */

@@ -1,7 +1,8 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { rmdir, unlink } from "node:fs/promises";
-import type { Readable, Writable } from "node:stream";
+import type { Duplex, Readable, Writable } from "node:stream";
 import type { DriverExecRequest, DriverExit, DriverOutputCallbacks } from "@sbox/core/spec";
+import { recycleCommandGroup } from "./local-cgroups.js";
 import { type CommandSettings, type CommandTarget, type LaunchPlan, planLaunch } from "./local-command.js";
 import { abortErrorOf, localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { ensureRunning } from "./local-holder.js";
@@ -44,7 +45,9 @@ export async function planCommand(
 /** Removes what a start left: its argument files, and its cgroup once nothing of it runs any more. */
 export function cleanUpLaunch(plan: LaunchPlan, ended: boolean): void {
   for (const file of plan.launchFiles) void unlink(file).catch(() => {});
-  if (ended && plan.group !== undefined) void rmdir(plan.group).catch(() => {});
+  if (!ended || plan.group === undefined) return;
+  if (plan.reusableGroup) void recycleCommandGroup(plan.group);
+  else void rmdir(plan.group).catch(() => {});
 }
 
 /** How long a command killed with a catchable signal may take before its tree is killed outright. */
@@ -112,6 +115,7 @@ async function runOnce(
     tag,
     session: "new",
     readyFd: watchReady,
+    foreground: true,
   });
   if ("cwdProblem" in plan) {
     output.onStderr(Buffer.from(plan.cwdProblem));
@@ -124,7 +128,12 @@ async function runOnce(
       child = spawn(launch.file, launch.args, {
         cwd: launch.cwd,
         env: launch.env,
-        stdio: watchReady ? ["pipe", "pipe", "pipe", "ignore", "pipe"] : ["pipe", "pipe", "pipe"],
+        // 4: the ready pipe; 6: bubblewrap's arguments (read by it to their end, then closed).
+        stdio: launch.argsData
+          ? ["pipe", "pipe", "pipe", "ignore", "pipe", "ignore", "pipe"]
+          : watchReady
+            ? ["pipe", "pipe", "pipe", "ignore", "pipe"]
+            : ["pipe", "pipe", "pipe"],
         // Its own process group, so a kill reaches everything it forks.
         detached: true,
       }) as ChildProcessByStdio<Writable, Readable, Readable>;
@@ -189,6 +198,12 @@ async function runOnce(
       resolve(exit ?? { exitCode: 1 });
     };
 
+    const argsPipe = launch.argsData ? ((child.stdio as unknown[])[6] as Duplex | null) : null;
+    // A launcher that died before reading them: its exit is reported, not the broken pipe. Drained, so the
+    // pipe ends (and `close` comes) with the launchers.
+    argsPipe?.on("error", () => {});
+    argsPipe?.resume();
+    argsPipe?.end(launch.argsData);
     child.on("error", (error) => {
       finish(localError("Provider", `could not start the command (${launch.file}): ${error.message}`, error));
     });

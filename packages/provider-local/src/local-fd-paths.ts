@@ -5,6 +5,7 @@ import { promisify } from "node:util";
 import { localError } from "./local-errors.js";
 import {
   type AreaName,
+  apiAreaOf,
   areaHost,
   areaOf,
   components,
@@ -109,10 +110,14 @@ export async function resolveEntry(
   path: string,
   options: ResolveOptions,
 ): Promise<ResolvedEntry> {
-  if (typeof path !== "string" || path === "" || path.includes("\0")) {
-    throw localError("Validation", "path must be a non-empty string without NUL characters");
+  // The core hands drivers absolute, normalised paths (resolveSandboxPath); anything else is refused here.
+  if (typeof path !== "string" || !path.startsWith("/") || path.includes("\0")) {
+    throw localError(
+      "Validation",
+      `path must be an absolute sandbox path without NUL characters, got ${JSON.stringify(path)}`,
+    );
   }
-  const start = areaOf(view, path);
+  const start = apiAreaOf(view, path);
   if (!start) throw outsideError(path);
   let area = start.area;
   const queue = [...start.rest];

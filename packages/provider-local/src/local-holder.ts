@@ -276,13 +276,14 @@ async function startHolder(
     if (stderr.length < 4096) stderr += chunk.toString("utf8");
   });
   const initPid = await readInitPid(child);
-  child.stderr?.destroy();
   child.unref();
-  const failed = (why: string) =>
-    localError(
+  const failed = (why: string) => {
+    child.stderr?.destroy();
+    return localError(
       "Provider",
       `the namespaces of local sandbox ${target.id} could not be started: ${why}${stderr ? ` (${stderr.trim()})` : ""}`,
     );
+  };
   if (initPid === undefined) throw failed(`bwrap exited ${String(child.exitCode)}`);
   const initStat = await readProcStat(initPid);
   if (!initStat) throw failed("the holder exited at once");
@@ -297,6 +298,8 @@ async function startHolder(
     anchor = undefined;
     await sleep(2);
   }
+  // bubblewrap's own errors come after it named its init: read until its command runs, for the message.
+  child.stderr?.destroy();
   if (anchor === undefined) throw failed("its sleep never started");
   if (identity.root) {
     const { uid, gid } = SANDBOX_USER;

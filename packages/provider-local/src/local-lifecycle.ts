@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { markAllKilled } from "./local-background.js";
 import { canFreeze, freezeSandbox, killSandboxGroup, removeSandboxCgroup } from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
+import { unmountBelow } from "./local-disk.js";
 import { localError } from "./local-errors.js";
 import { liveHolder, stopHolder } from "./local-holder.js";
 import { recordedCgroup } from "./local-launch.js";
@@ -145,6 +146,8 @@ export async function destroySandbox(target: CommandTarget): Promise<void> {
     await killAllProcesses(moved);
     const cgroup = recordedCgroup(moved);
     if (cgroup) await removeSandboxCgroup(cgroup);
+    // Its disk image's mounts go before its files (the image is one of them).
+    await unmountBelow(trash);
   } catch (error) {
     await rename(trash, target.paths.dir).catch(() => {});
     throw error;
@@ -161,6 +164,7 @@ export async function removeSandboxDirectory(paths: LocalSandboxPaths): Promise<
     if ((error as { code?: string }).code === "ENOENT") return;
     throw error;
   }
+  await unmountBelow(trash);
   await removeTree(trash);
 }
 
@@ -203,6 +207,7 @@ export async function finishAbandonedDestroys(root: string, names: readonly stri
         const cgroup = recordedCgroup(target);
         if (cgroup) await removeSandboxCgroup(cgroup);
       }
+      await unmountBelow(paths.dir);
       await removeTree(paths.dir);
     } catch {
       // left for the next call

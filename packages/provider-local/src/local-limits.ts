@@ -11,7 +11,7 @@ export interface LocalResources {
   readonly memoryMB: number;
   /** CPUs; `undefined`: no hard limit (sandbox processes only weigh less than the host's). */
   readonly vcpus?: number | undefined;
-  /** Size limit of what the sandbox writes: each file, and its `/dev/shm`. */
+  /** Size limit of what the sandbox writes: its directories together (where a disk image can be made), each file, and its `/dev/shm`. */
   readonly diskMB: number;
 }
 
@@ -138,6 +138,7 @@ export function rlimitCommands(
 export function describeEnforcement(
   resources: LocalResources,
   support: { readonly kind: "v1" | "v2" } | { readonly kind: "none"; readonly reason: string },
+  disk: { readonly image: true } | { readonly image: false; readonly reason: string },
 ): Record<string, unknown> {
   const common = {
     pids: resources.pids,
@@ -145,6 +146,9 @@ export function describeEnforcement(
     diskMB: resources.diskMB,
     ...(resources.vcpus === undefined ? {} : { vcpus: resources.vcpus }),
   };
+  const diskEnforcement = disk.image
+    ? `/workspace, /tmp and /home/user together (a disk image of their own, ext4, loop-mounted), each file written (RLIMIT_FSIZE), and /dev/shm size`
+    : `per file written (RLIMIT_FSIZE) and /dev/shm size; not their total (${disk.reason})`;
   if (support.kind === "none") {
     return {
       ...common,
@@ -153,7 +157,7 @@ export function describeEnforcement(
       enforced: {
         pids: "processes and threads of the sandbox together (RLIMIT_NPROC of its user namespace)",
         memory: "per process (RLIMIT_DATA), not for the sandbox as a whole",
-        disk: "per file written (RLIMIT_FSIZE) and /dev/shm size",
+        disk: diskEnforcement,
         cpu: "not limited",
       },
     };
@@ -164,7 +168,7 @@ export function describeEnforcement(
     enforced: {
       pids: "processes and threads of the sandbox together (pids controller)",
       memory: "the sandbox as a whole, no swap (memory controller)",
-      disk: "per file written (RLIMIT_FSIZE) and /dev/shm size",
+      disk: diskEnforcement,
       cpu:
         resources.vcpus === undefined
           ? "lower weight than host processes, no hard limit"

@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile } from "node:fs/promises";
+import { lstat, readdir, readFile, statfs } from "node:fs/promises";
 import type { SandboxMetrics } from "@sbox/core/spec";
 import { cgroupUsage } from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
@@ -20,11 +20,27 @@ async function rssBytes(pid: number): Promise<number> {
   }
 }
 
+/** What a sandbox with a disk image has at the top of its directory for it (its use is the image's). */
+const IMAGE_NAMES: ReadonlySet<string> = new Set(["disk", "disk.img", "workspace", "tmp", "home"]);
+
+/**
+ * Disk use of a sandbox: its directory's; with a disk image, what the image's file system has in use (written
+ * data reaches the image file itself only later) plus the rest of the directory.
+ */
+async function sandboxDiskUse(target: CommandTarget): Promise<number> {
+  if (target.record.disk !== "image") return diskUsage(target.paths.dir);
+  const [fs, rest] = await Promise.all([
+    statfs(target.paths.workspace).catch(() => undefined),
+    diskUsage(target.paths.dir, IMAGE_NAMES),
+  ]);
+  return rest + (fs ? (fs.blocks - fs.bfree) * fs.bsize : 0);
+}
+
 /**
  * Disk use of the tree inside the directory open as `dir`, in bytes (allocated blocks, like `du`); walked by
  * descriptor, never through a symlink, so a sandbox swapping directories cannot make it count a host tree.
  */
-async function diskUsageAt(dir: number): Promise<number> {
+async function diskUsageAt(dir: number, skip?: ReadonlySet<string>): Promise<number> {
   let total = 0;
   let names: string[];
   try {
@@ -33,6 +49,7 @@ async function diskUsageAt(dir: number): Promise<number> {
     return 0;
   }
   for (const name of names) {
+    if (skip?.has(name)) continue;
     try {
       const stats = await lstat(at(dir, name));
       total += stats.blocks * 512;
@@ -50,8 +67,11 @@ async function diskUsageAt(dir: number): Promise<number> {
   return total;
 }
 
-/** Disk use of a sandbox directory in bytes. */
-export async function diskUsage(path: string): Promise<number> {
+/**
+ * Disk use of a sandbox directory in bytes. `skip`: top-level names not to walk (a sandbox with a disk image
+ * counts the image's blocks once, not the mounted file system and its binds again).
+ */
+export async function diskUsage(path: string, skip?: ReadonlySet<string>): Promise<number> {
   let dir: number;
   try {
     dir = await openDirectory(path);
@@ -59,7 +79,7 @@ export async function diskUsage(path: string): Promise<number> {
     return 0;
   }
   try {
-    return await diskUsageAt(dir);
+    return await diskUsageAt(dir, skip);
   } finally {
     await closeQuietly(dir);
   }
@@ -84,7 +104,7 @@ function sampleWindow(signal: AbortSignal): Promise<void> {
  */
 export async function sandboxMetrics(target: CommandTarget, signal: AbortSignal): Promise<SandboxMetrics> {
   const cgroup = recordedCgroup(target);
-  const diskPromise = diskUsage(target.paths.dir);
+  const diskPromise = sandboxDiskUse(target);
   if (cgroup) {
     const before = await cgroupUsage(cgroup);
     const started = performance.now();

@@ -65,6 +65,27 @@ export function networkSupport(identity: HostIdentity): NetworkSupport {
   return support;
 }
 
+/** How to get a user-mode network stack where there is none, for each reason `networkSupport` gives. */
+function enableHint(reason: string): string {
+  if (reason.includes("slirp4netns")) return "install slirp4netns (apt-get install slirp4netns)";
+  if (reason.includes("does not exist"))
+    return "load the tun module (modprobe tun) or give the container /dev/net/tun";
+  return "give this user read and write access to /dev/net/tun (most distributions make it mode 0666)";
+}
+
+/**
+ * The error for `allow-all` where no user-mode network stack is usable and the provider was not told that
+ * sharing the host's network is acceptable: the network fails closed, never open.
+ */
+export function noNetworkError(reason: string, operation: string): Error {
+  return localError(
+    "NotSupported",
+    `${operation}: egress "allow-all" needs a user-mode network stack for the sandbox, and none is usable here (${reason}). ` +
+      `To enable it, ${enableHint(reason)}. Otherwise use egress "block-all", or let sandboxes share the host's network ` +
+      "(every host service, loopback included, reachable) with local({ network: { hostNetwork: true } })",
+  );
+}
+
 /**
  * The host's own addresses (every interface, IPv4), which no sandbox may reach through the user-mode stack:
  * a service bound to 0.0.0.0 on the host would answer on them. Link-local space (cloud metadata) too.

@@ -33,13 +33,32 @@ export interface LocalOptions {
    * bubblewrap, `"allow-all"` is outbound access through a user-mode network stack in the sandbox's own network
    * namespace: the host's loopback and the host's own addresses are unreachable unless `hostLoopback: true`
    * opens the host's loopback (reached at the sandbox's gateway address, 10.0.2.2).
+   *
+   * Where no user-mode stack is usable (slirp4netns missing, or `/dev/net/tun` not usable by this user), the
+   * network fails closed: new sandboxes get `"block-all"` by default (one warning) and an explicit
+   * `"allow-all"` is refused with `NotSupported`, unless `hostNetwork: true` lets such sandboxes share the
+   * host's network namespace instead (every host service, loopback included, in reach: trusted code only).
    */
-  network?: { egress?: LocalEgress | undefined; hostLoopback?: boolean | undefined } | undefined;
+  network?:
+    | {
+        egress?: LocalEgress | undefined;
+        hostLoopback?: boolean | undefined;
+        hostNetwork?: boolean | undefined;
+      }
+    | undefined;
   /**
    * Host paths every sandbox sees (read-only unless `readOnly: false`). Nothing of the host beyond the system
    * directories is visible otherwise: no home directories, no `/root`, no checkout, no state root.
    */
   mounts?: readonly LocalMount[] | undefined;
+  /**
+   * As root, under bubblewrap: give each sandbox an ext4 image of its own, `resources.diskMB` large (sparse),
+   * so that its `/workspace`, `/tmp` and `/home/user` together can never hold more (ENOSPC inside). Default
+   * `false`: each file a sandbox writes is limited to `diskMB`, not their total. Refused with `NotSupported`
+   * where no image can be mounted (not root, no loop devices, no mkfs.ext4). Each sandbox then holds four
+   * mounts (the image and three binds) below the state root, which is made a private mount of itself.
+   */
+  diskImage?: boolean | undefined;
   /** Path of the `bwrap` executable (default: looked up on `PATH`, then `/usr/bin/bwrap`). */
   bwrapPath?: string | undefined;
   /** Shell used for string commands (default `/bin/sh`). */
@@ -79,11 +98,13 @@ const LOCAL_OPTION_RULES: ProviderOptionRules = {
         : `must be "allow-all" or "block-all" (allow-lists are not supported locally), got ${JSON.stringify(value)}`,
     ),
     hostLoopback: optionRules.boolean(),
+    hostNetwork: optionRules.boolean(),
   }),
   // Each mount's fields are checked by validateMounts, with messages that name the mount.
   mounts: optionRules.custom("an array of { host, sandbox, readOnly? }", (value) =>
     Array.isArray(value) ? undefined : "must be an array",
   ),
+  diskImage: optionRules.boolean(),
   bwrapPath: optionRules.nonEmptyString(),
   shell: optionRules.nonEmptyString(),
   path: optionRules.nonEmptyString(),
@@ -111,6 +132,10 @@ export function validateLocalOptions(options: LocalOptions): void {
   const hostLoopback = options.network?.hostLoopback;
   if (hostLoopback !== undefined && typeof hostLoopback !== "boolean") {
     throw localError("Validation", "network.hostLoopback must be a boolean");
+  }
+  const hostNetwork = options.network?.hostNetwork;
+  if (hostNetwork !== undefined && typeof hostNetwork !== "boolean") {
+    throw localError("Validation", "network.hostNetwork must be a boolean");
   }
   if (options.mounts !== undefined) validateMounts(options.mounts);
   for (const key of ["bwrapPath", "shell", "path"] as const) {

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SandboxError } from "@sbox/core/spec";
+import { resolveSandboxPath, SandboxError } from "@sbox/core/spec";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolveEntry } from "./local-fd-paths.js";
 import { hostCwdWithoutIsolation, type SandboxView, sandboxCwd } from "./local-paths.js";
@@ -35,9 +35,14 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   return SandboxError.isInstance(error) ? error.code : error === undefined ? undefined : "not a SandboxError";
 }
 
-/** Where `path` resolves: the path commands see and the final name, descriptors closed again. */
+/** `path` as the core hands it to a driver: absolute and normalised, relative ones from the working directory. */
+function fromCore(view: SandboxView, path: string): string {
+  return resolveSandboxPath(path, view.isolation === "bwrap" ? "/workspace" : view.workspace);
+}
+
+/** Where `path` (as the core passes it on) resolves: the path commands see and the final name, descriptors closed again. */
 async function resolved(view: SandboxView, path: string, followFinal = true) {
-  const entry = await resolveEntry(view, path, { followFinal });
+  const entry = await resolveEntry(view, fromCore(view, path), { followFinal });
   await entry.close();
   return { path: entry.path, name: entry.name, area: entry.area };
 }
@@ -63,8 +68,12 @@ describe("resolveEntry", () => {
     expect((await resolved(isolated, "abs-link")).path).toBe("/workspace/sub/file");
     expect((await resolved(isolated, "to-tmp/x")).path).toBe("/tmp/x");
     expect((await resolved(isolated, "to-home/.profile")).path).toBe("/home/user/.profile");
-    expect(await codeOf(resolveEntry(isolated, "escape", { followFinal: true }))).toBe("Validation");
-    expect(await codeOf(resolveEntry(isolated, "sub/up/etc", { followFinal: true }))).toBe("Validation");
+    expect(await codeOf(resolveEntry(isolated, fromCore(isolated, "escape"), { followFinal: true }))).toBe(
+      "Validation",
+    );
+    expect(
+      await codeOf(resolveEntry(isolated, fromCore(isolated, "sub/up/etc"), { followFinal: true })),
+    ).toBe("Validation");
     // Not following the last component: the link itself is addressed.
     expect(await resolved(isolated, "escape", false)).toEqual({
       path: "/workspace/escape",
@@ -73,7 +82,7 @@ describe("resolveEntry", () => {
     });
   });
 
-  it("refuses .. that leaves the sandbox and absolute paths elsewhere", async () => {
+  it("refuses .. that leaves the sandbox, absolute paths elsewhere and paths the core did not resolve", async () => {
     for (const path of [
       "..",
       "../workspace",
@@ -99,6 +108,20 @@ describe("resolveEntry", () => {
     expect(await codeOf(resolveEntry(unisolated, "/usr/bin/env", { followFinal: true }))).toBe("Validation");
     // /tmp stays the sandbox's own /tmp, also for a host path under /tmp: confined, never the host's.
     expect((await resolved(unisolated, "/tmp/elsewhere")).path).toBe(join(base, "tmp/elsewhere"));
+  });
+
+  it("without isolation refuses what lies below the state root but in none of the sandbox's directories", async () => {
+    // The state root is under /tmp here, so these would otherwise be taken for the /tmp alias.
+    const rooted: SandboxView = { ...unisolated, stateRoot: base };
+    for (const path of [
+      base,
+      join(base, "sandbox.json"),
+      `${join(base, "tmp")}x/file`,
+      join(base, "other"),
+    ]) {
+      expect(await codeOf(resolveEntry(rooted, path, { followFinal: true })), path).toBe("Validation");
+    }
+    expect((await resolved(rooted, join(base, "tmp/inside"))).path).toBe(join(base, "tmp/inside"));
   });
 });
 

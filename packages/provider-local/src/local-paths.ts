@@ -39,6 +39,11 @@ export interface SandboxView {
   /** Host directory behind `/home/user`. */
   readonly home: string;
   /**
+   * The state root (every sandbox's directory): without isolation no API path below it is the `/tmp` alias
+   * (see `apiAreaOf`).
+   */
+  readonly stateRoot?: string | undefined;
+  /**
    * Host uid and gid that files created by the host must belong to, so the sandbox user can change them
    * (set when the host program is root and the sandbox user is mapped to another host id).
    */
@@ -63,16 +68,16 @@ export interface AreaPath {
 
 /**
  * Which area an absolute sandbox path lies in, with the components below it, or `undefined` when it lies
- * outside every area. `..` components are kept: the caller resolves them against what it walked.
+ * outside every area (or is not absolute: the core resolves relative API paths before a driver sees them).
+ * `..` components are kept: the caller resolves them against what it walked (a symlink's target has them).
  */
 export function areaOf(view: SandboxView, path: string): AreaPath | undefined {
-  if (!path.startsWith("/")) return { area: "workspace", rest: components(path) };
+  if (!path.startsWith("/")) return undefined;
   if (view.isolation === "none") {
     // Without isolation commands see host paths, so the sandbox's host directories are aliases of its areas.
     for (const area of ["workspace", "tmp", "home"] as const) {
       const host = areaHost(view, area);
-      if (path === host || path.startsWith(`${host}/`))
-        return { area, rest: components(path.slice(host.length)) };
+      if (within(path, host)) return { area, rest: components(path.slice(host.length)) };
     }
   }
   const parts = components(path);
@@ -81,6 +86,24 @@ export function areaOf(view: SandboxView, path: string): AreaPath | undefined {
       return { area, rest: parts.slice(prefix.length) };
   }
   return undefined;
+}
+
+/**
+ * The area of a path given to the files API. Without isolation such a path is a host path as commands see it
+ * (the core resolves relative ones from the workspace's host directory), so one below the state root but in
+ * none of the sandbox's areas (`<sandbox>/sandbox.json`, another sandbox) is outside, never the `/tmp` alias.
+ */
+export function apiAreaOf(view: SandboxView, path: string): AreaPath | undefined {
+  const area = areaOf(view, path);
+  const root = view.stateRoot;
+  if (view.isolation !== "none" || root === undefined || !area || within(path, areaHost(view, area.area)))
+    return area;
+  return within(path, root) ? undefined : area;
+}
+
+/** Whether `path` is `dir` or lies below it (component-wise: `/a/bc` is not below `/a/b`). */
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(`${dir}/`);
 }
 
 /** The path a command sees for `rest` below `area`: the sandbox path, or the host path without isolation. */

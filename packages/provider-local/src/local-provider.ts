@@ -27,7 +27,8 @@ import {
 import { localCapabilities, localFlags, localUnisolatedCapabilities } from "./local-capabilities.js";
 import { cgroupSupport, enforcedLimits } from "./local-cgroups.js";
 import { type CommandSettings, type CommandTarget, viewOf } from "./local-command.js";
-import { guardLocal, LOCAL_PROVIDER_NAME, localError, throwIfAborted } from "./local-errors.js";
+import { type DiskSupport, diskSupport, ensureDiskMounted } from "./local-disk.js";
+import { LOCAL_PROVIDER_NAME, localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { type CommandContext, runForeground } from "./local-exec.js";
 import {
   listSandboxDirectory,
@@ -57,7 +58,7 @@ import {
 } from "./local-lifecycle.js";
 import { describeEnforcement, resolveResources } from "./local-limits.js";
 import { sandboxMetrics } from "./local-metrics.js";
-import { addPortForward, networkSupport, removePortForward } from "./local-network.js";
+import { addPortForward, networkSupport, noNetworkError, removePortForward } from "./local-network.js";
 import {
   type LocalEgress,
   type LocalOptions,
@@ -160,6 +161,18 @@ function warnAboutRlimits(reason: string): void {
   );
 }
 
+let noNetworkWarned = false;
+
+/** Says once per process that sandboxes get no network by default here, why, and how to change that. */
+function warnAboutNoNetwork(reason: string): void {
+  if (noNetworkWarned) return;
+  noNetworkWarned = true;
+  process.emitWarning(
+    `sbox local: no user-mode network stack is usable here (${reason}); new sandboxes get egress "block-all" (no network) unless asked otherwise, and an explicit "allow-all" is refused. local({ network: { hostNetwork: true } }) lets them share the host's network instead. getInfo().raw.network says what each sandbox has.`,
+    { code: "SBOX_LOCAL_NO_NETWORK" },
+  );
+}
+
 /**
  * The embedded default provider: each sandbox is a directory under a state root (default `~/.sbox/local`,
  * or `$SBOX_HOME/local`) and its commands are host processes, isolated with bubblewrap when it is available.
@@ -209,6 +222,7 @@ export function local(
   const holders = new HolderCache();
   const mounts = normalizedMounts(options);
   const hostLoopback = options.network?.hostLoopback === true;
+  const hostNetwork = options.network?.hostNetwork === true;
   const settings = (): CommandSettings => ({
     shell,
     // Under bubblewrap the host's PATH names directories the sandbox does not have (a user's ~/.local/bin).
@@ -233,21 +247,68 @@ export function local(
     }
   };
 
-  const requireEgress = (egress: LocalEgress, operation: string) => {
-    if (egress !== "block-all") return;
+  /**
+   * The egress a sandbox gets for `requested` (`undefined`: the default, allow-all). The network fails closed:
+   * under bubblewrap with no usable user-mode stack, the default becomes block-all and an explicit allow-all
+   * is refused, unless `hostNetwork` accepts sharing the host's network.
+   */
+  const grantEgress = (requested: LocalEgress | undefined, operation: string): LocalEgress => {
+    const egress = requested ?? "allow-all";
     const resolved = isolation();
     if (resolved.mode !== "bwrap") {
+      if (egress === "block-all") {
+        throw localError(
+          "NotSupported",
+          `${operation}: blocking egress needs bubblewrap's network namespace, and this provider runs without isolation (${resolved.reason})`,
+        );
+      }
+      return egress;
+    }
+    if (egress === "block-all" || hostNetwork) return egress;
+    const support = networkSupport(hostIdentity());
+    if (support.kind === "slirp4netns") return egress;
+    if (requested !== undefined) throw noNetworkError(support.reason, operation);
+    warnAboutNoNetwork(support.reason);
+    return "block-all";
+  };
+
+  /**
+   * Whether new sandboxes get a disk image of their own: only when `diskImage` asks for one, under bubblewrap;
+   * asked for where none can be made, creating is refused rather than done without the limit.
+   */
+  const diskFor = (): { support: DiskSupport | undefined; field: { disk?: "image" } } => {
+    if (!options.diskImage) return { support: undefined, field: {} };
+    if (unisolated()) {
       throw localError(
         "NotSupported",
-        `${operation}: blocking egress needs bubblewrap's network namespace, and this provider runs without isolation (${resolved.reason})`,
+        "local({ diskImage: true }) needs bubblewrap: this provider runs without isolation",
       );
     }
+    const support = diskSupport(root, hostIdentity().root);
+    if (support.kind === "image") return { support, field: { disk: "image" } };
+    throw localError(
+      "NotSupported",
+      `local({ diskImage: true }): no disk image can be made here (${support.reason}); without it each file a sandbox writes is limited to resources.diskMB, not their total`,
+    );
+  };
+
+  /** Why a sandbox has no disk image. */
+  const diskReason = (): string =>
+    options.diskImage
+      ? "made before disk images were asked for"
+      : "no disk image: local({ diskImage: true }) gives each sandbox one, as root";
+
+  /** Why no user-mode network is usable (only called once `grantEgress` fell back to block-all). */
+  const networkReason = (): string => {
+    const support = networkSupport(hostIdentity());
+    return support.kind === "host" ? support.reason : "unknown";
   };
 
   /** Loads a sandbox fresh from disk; an expired one is stopped first (unless the caller is the stop itself). */
   const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
     const paths = sandboxPaths(root, assertLocalId(id));
     let record = await readRecord(paths, id);
+    if (record.disk === "image") await ensureDiskMounted(paths);
     if (enforceExpiry && record.state !== "stopped" && isExpired(record)) {
       record = await stopSandbox({ id, paths, record });
       holders.forget(paths.dir);
@@ -292,7 +353,13 @@ export function local(
     const bwrap = isolationMode === "bwrap";
     const cgroup = recordedCgroup(target);
     const support = cgroupSupport();
-    const limits = describeEnforcement(sandboxResources(record), cgroup ?? support);
+    const limits = describeEnforcement(
+      sandboxResources(record),
+      cgroup ?? support,
+      record.disk === "image"
+        ? { image: true }
+        : { image: false, reason: bwrap ? diskReason() : "no isolation: commands write as the host user" },
+    );
     const network = networkSupport(identity);
     const info: DriverSandboxInfo = {
       id: target.id,
@@ -322,7 +389,11 @@ export function local(
               network:
                 network.kind === "slirp4netns"
                   ? { mode: "user-mode", stack: "slirp4netns", hostLoopback: record.hostLoopback === true }
-                  : { mode: "host", reason: network.reason },
+                  : // No stack of its own: the host's network only where the user accepted it, else none.
+                    {
+                      mode: record.egress === "allow-all" && record.hostNetwork === true ? "host" : "none",
+                      reason: network.reason,
+                    },
               seccomp: seccompProgram() ? "docker-like default" : `none (no filter for ${process.arch})`,
             }
           : {}),
@@ -340,6 +411,7 @@ export function local(
   ): LocalSandboxRecord => ({
     resources: resolveResources(spec),
     ...(hostLoopback ? { hostLoopback } : {}),
+    ...(hostNetwork ? { hostNetwork } : {}),
     version: 1,
     id,
     ...(spec.name === undefined ? {} : { name: spec.name }),
@@ -366,327 +438,304 @@ export function local(
   const background = () => ({ ...context(), registry });
 
   const driver: ProviderDriver<LocalSandboxHandle> = {
-    doCreate: (spec, { signal }) =>
-      guardLocal("create", async () => {
-        throwIfAborted(signal, "create");
-        rejectUnhonoured(spec);
-        const egressPolicy: EgressPolicy = spec.network?.egress ?? options.network?.egress ?? "allow-all";
-        if (typeof egressPolicy !== "string") {
-          throw localError(
-            "NotSupported",
-            "egress allow-lists are not supported by the local provider (only allow-all and block-all)",
-          );
-        }
-        const egress: LocalEgress = egressPolicy;
-        isolation();
-        // Once per provider: what a program that died while destroying left behind is finished.
-        sweptRoot ??= readdir(root)
-          .then((names) => finishAbandonedDestroys(root, names))
-          .catch(() => {});
-        await sweptRoot;
-        requireEgress(egress, "create");
-        checkMounts();
-        const record = newRecord("pending", spec, egress, []);
-        const support = cgroupSupport();
-        if (support.kind === "none") warnAboutRlimits(support.reason);
-        const ports = [...new Set((spec.ports ?? []).map(validatePort))];
-        if (ports.length > 0 && egress === "block-all") {
-          throw localError(
-            "Validation",
-            "ports cannot be exposed when egress is blocked: the sandbox has its own network namespace",
-          );
-        }
-        const id = newLocalId();
-        const paths = sandboxPaths(root, id);
-        await mkdir(root, { recursive: true, mode: 0o700 });
-        const created = { ...record, id, ports };
-        await createSandboxDirectories(paths, created, sandboxOwner());
-        // The limits exist from the start (they are read back by getInfo), not from the first command.
-        await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
-        return handleOf(id, root, unisolated());
-      }),
-
-    doConnect: (id, { signal }) =>
-      guardLocal("connect", async () => {
-        throwIfAborted(signal, "connect");
-        await load(assertLocalId(id));
-        return handleOf(id, root, unisolated());
-      }),
-
-    doDestroy: (sandbox, { signal }) =>
-      guardLocal("destroy", async () => {
-        throwIfAborted(signal, "destroy");
-        const paths = sandboxPaths(root, sandbox.id);
-        let target: CommandTarget;
-        try {
-          target = await load(sandbox.id, false);
-        } catch (error) {
-          if ((error as { code?: string }).code === "NotFound") return;
-          throw error;
-        }
-        holders.forget(paths.dir);
-        await destroySandbox(target);
-      }),
-
-    doGetInfo: (sandbox, { signal }) =>
-      guardLocal("getInfo", async () => {
-        throwIfAborted(signal, "getInfo");
-        return infoOf(await load(sandbox.id));
-      }),
-
-    doExec: (sandbox, request) =>
-      guardLocal("exec", async (): Promise<DriverExecResult> => {
-        const stdout: Buffer[] = [];
-        const stderr: Buffer[] = [];
-        const exit = await runExec(
-          sandbox,
-          request,
-          {
-            onStdout: (chunk) => stdout.push(Buffer.from(chunk as Uint8Array)),
-            onStderr: (chunk) => stderr.push(Buffer.from(chunk as Uint8Array)),
-          },
-          "exec",
+    async doCreate(spec, { signal }) {
+      throwIfAborted(signal, "create");
+      rejectUnhonoured(spec);
+      const egressPolicy: EgressPolicy | undefined = spec.network?.egress ?? options.network?.egress;
+      if (egressPolicy !== undefined && typeof egressPolicy !== "string") {
+        throw localError(
+          "NotSupported",
+          "egress allow-lists are not supported by the local provider (only allow-all and block-all)",
         );
-        return { ...exit, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
-      }),
+      }
+      isolation();
+      // Once per provider: what a program that died while destroying left behind is finished.
+      sweptRoot ??= readdir(root)
+        .then((names) => finishAbandonedDestroys(root, names))
+        .catch(() => {});
+      await sweptRoot;
+      const egress = grantEgress(egressPolicy, "create");
+      checkMounts();
+      const record = newRecord("pending", spec, egress, []);
+      const support = cgroupSupport();
+      if (support.kind === "none") warnAboutRlimits(support.reason);
+      const ports = [...new Set((spec.ports ?? []).map(validatePort))];
+      if (ports.length > 0 && egress === "block-all") {
+        if (egressPolicy === undefined) throw noNetworkError(networkReason(), "create with ports");
+        throw localError(
+          "Validation",
+          "ports cannot be exposed when egress is blocked: the sandbox has its own network namespace",
+        );
+      }
+      const id = newLocalId();
+      const paths = sandboxPaths(root, id);
+      await mkdir(root, { recursive: true, mode: 0o700 });
+      const disk = diskFor();
+      const created = { ...record, id, ports, ...disk.field };
+      await createSandboxDirectories(paths, created, sandboxOwner(), disk.support);
+      // The limits exist from the start (they are read back by getInfo), not from the first command.
+      await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+      return handleOf(id, root, unisolated());
+    },
 
-    doExecStream: (sandbox, request) => guardLocal("exec", () => runExec(sandbox, request, request, "exec")),
+    async doConnect(id, { signal }) {
+      throwIfAborted(signal, "connect");
+      await load(assertLocalId(id));
+      return handleOf(id, root, unisolated());
+    },
 
-    doSpawn: (sandbox, request) =>
-      guardLocal("spawn", async () => {
-        const target = await load(sandbox.id);
-        requireRunning(target, "spawn");
-        return spawnBackground(background(), target, request);
-      }),
+    async doDestroy(sandbox, { signal }) {
+      throwIfAborted(signal, "destroy");
+      const paths = sandboxPaths(root, sandbox.id);
+      let target: CommandTarget;
+      try {
+        target = await load(sandbox.id, false);
+      } catch (error) {
+        if ((error as { code?: string }).code === "NotFound") return;
+        throw error;
+      }
+      holders.forget(paths.dir);
+      await destroySandbox(target);
+    },
 
-    doListProcesses: (sandbox, { signal }) =>
-      guardLocal("commands.list", async () => {
-        throwIfAborted(signal, "commands.list");
-        return listBackground(await load(sandbox.id));
-      }),
+    async doGetInfo(sandbox, { signal }) {
+      throwIfAborted(signal, "getInfo");
+      return infoOf(await load(sandbox.id));
+    },
 
-    doConnectProcess: (sandbox, pid, request) =>
-      guardLocal("commands.connect", async () => {
-        throwIfAborted(request.signal, "commands.connect");
-        return connectBackground(background(), await load(sandbox.id), pid, request);
-      }),
+    async doExec(sandbox, request): Promise<DriverExecResult> {
+      const stdout: Buffer[] = [];
+      const stderr: Buffer[] = [];
+      const exit = await runExec(
+        sandbox,
+        request,
+        {
+          onStdout: (chunk) => stdout.push(Buffer.from(chunk as Uint8Array)),
+          onStderr: (chunk) => stderr.push(Buffer.from(chunk as Uint8Array)),
+        },
+        "exec",
+      );
+      return { ...exit, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
+    },
 
-    doKillProcess: (sandbox, pid, signal, { signal: abort }) =>
-      guardLocal("commands.kill", async () => {
-        throwIfAborted(abort, "commands.kill");
-        await killBackground(background(), await load(sandbox.id), pid, signal);
-      }),
+    doExecStream: (sandbox, request) => runExec(sandbox, request, request, "exec"),
 
-    doCreatePty: (sandbox, request) =>
-      guardLocal("pty.create", async () => {
-        const target = await load(sandbox.id);
-        requireRunning(target, "pty.create");
-        return createPty(context(), target, request);
-      }),
+    async doSpawn(sandbox, request) {
+      const target = await load(sandbox.id);
+      requireRunning(target, "spawn");
+      return spawnBackground(background(), target, request);
+    },
 
-    doReadFile: (sandbox, path, { signal }) =>
-      guardLocal(`files.read ${path}`, async () =>
-        readSandboxFile(viewOf(await load(sandbox.id), isolation()), path, signal),
-      ),
-    doWriteFile: (sandbox, path, data, options) =>
-      guardLocal(`files.write ${path}`, async () =>
-        writeSandboxFile(viewOf(await load(sandbox.id), isolation()), path, data, options),
-      ),
-    doReadFileStream: (sandbox, path, { signal }) =>
-      guardLocal(`files.readStream ${path}`, async () =>
-        readSandboxFileStream(viewOf(await load(sandbox.id), isolation()), path, signal),
-      ),
-    doWriteFileStream: (sandbox, path, data, options) =>
-      guardLocal(`files.write ${path}`, async () =>
-        writeSandboxFileStream(viewOf(await load(sandbox.id), isolation()), path, data, options),
-      ),
-    doListFiles: (sandbox, path, { signal }) =>
-      guardLocal(`files.list ${path}`, async () =>
-        listSandboxDirectory(viewOf(await load(sandbox.id), isolation()), path, signal),
-      ),
-    doStat: (sandbox, path, { signal }) =>
-      guardLocal(`files.stat ${path}`, async () =>
-        statSandboxPath(viewOf(await load(sandbox.id), isolation()), path, signal),
-      ),
-    doMkdir: (sandbox, path, options) =>
-      guardLocal(`files.mkdir ${path}`, async () =>
-        makeSandboxDirectory(viewOf(await load(sandbox.id), isolation()), path, options),
-      ),
-    doRemove: (sandbox, path, options) =>
-      guardLocal(`files.remove ${path}`, async () =>
-        removeSandboxPath(viewOf(await load(sandbox.id), isolation()), path, options),
-      ),
-    doRename: (sandbox, from, to, { signal }) =>
-      guardLocal(`files.rename ${from}`, async () =>
-        renameSandboxPath(viewOf(await load(sandbox.id), isolation()), from, to, signal),
-      ),
-    doWatch: (sandbox, path, options) =>
-      guardLocal(`files.watch ${path}`, async () =>
-        watchSandboxPath(viewOf(await load(sandbox.id), isolation()), path, options),
-      ),
+    async doListProcesses(sandbox, { signal }) {
+      throwIfAborted(signal, "commands.list");
+      return listBackground(await load(sandbox.id));
+    },
+
+    async doConnectProcess(sandbox, pid, request) {
+      throwIfAborted(request.signal, "commands.connect");
+      return connectBackground(background(), await load(sandbox.id), pid, request);
+    },
+
+    async doKillProcess(sandbox, pid, signal, { signal: abort }) {
+      throwIfAborted(abort, "commands.kill");
+      await killBackground(background(), await load(sandbox.id), pid, signal);
+    },
+
+    async doCreatePty(sandbox, request) {
+      const target = await load(sandbox.id);
+      requireRunning(target, "pty.create");
+      return createPty(context(), target, request);
+    },
+
+    async doReadFile(sandbox, path, { signal }) {
+      return readSandboxFile(viewOf(await load(sandbox.id), isolation()), path, signal);
+    },
+    async doWriteFile(sandbox, path, data, options) {
+      return writeSandboxFile(viewOf(await load(sandbox.id), isolation()), path, data, options);
+    },
+    async doReadFileStream(sandbox, path, { signal }) {
+      return readSandboxFileStream(viewOf(await load(sandbox.id), isolation()), path, signal);
+    },
+    async doWriteFileStream(sandbox, path, data, options) {
+      return writeSandboxFileStream(viewOf(await load(sandbox.id), isolation()), path, data, options);
+    },
+    async doListFiles(sandbox, path, { signal }) {
+      return listSandboxDirectory(viewOf(await load(sandbox.id), isolation()), path, signal);
+    },
+    async doStat(sandbox, path, { signal }) {
+      return statSandboxPath(viewOf(await load(sandbox.id), isolation()), path, signal);
+    },
+    async doMkdir(sandbox, path, options) {
+      return makeSandboxDirectory(viewOf(await load(sandbox.id), isolation()), path, options);
+    },
+    async doRemove(sandbox, path, options) {
+      return removeSandboxPath(viewOf(await load(sandbox.id), isolation()), path, options);
+    },
+    async doRename(sandbox, from, to, { signal }) {
+      return renameSandboxPath(viewOf(await load(sandbox.id), isolation()), from, to, signal);
+    },
+    async doWatch(sandbox, path, options) {
+      return watchSandboxPath(viewOf(await load(sandbox.id), isolation()), path, options);
+    },
 
     doList: (filter: ListFilter, { signal }: DriverCallOptions) => listSandboxes(filter, signal),
 
-    doStop: (sandbox, { signal }) =>
-      guardLocal("stop", async () => {
-        throwIfAborted(signal, "stop");
-        const target = await load(sandbox.id, false);
-        await stopSandbox(target);
-        holders.forget(target.paths.dir);
-      }),
-    doPause: (sandbox, { signal }) =>
-      guardLocal("pause", async () => {
-        throwIfAborted(signal, "pause");
-        const target = await load(sandbox.id);
-        if (target.record.state === "paused") return;
-        const resolved = isolation();
-        await pauseSandbox(
-          target,
-          resolved.mode === "bwrap" ? [resolved.bwrapPath, resolved.programs.nsenter] : [],
+    async doStop(sandbox, { signal }) {
+      throwIfAborted(signal, "stop");
+      const target = await load(sandbox.id, false);
+      await stopSandbox(target);
+      holders.forget(target.paths.dir);
+    },
+    async doPause(sandbox, { signal }) {
+      throwIfAborted(signal, "pause");
+      const target = await load(sandbox.id);
+      if (target.record.state === "paused") return;
+      const resolved = isolation();
+      await pauseSandbox(
+        target,
+        resolved.mode === "bwrap" ? [resolved.bwrapPath, resolved.programs.nsenter] : [],
+      );
+    },
+    async doResume(sandbox, { signal }) {
+      throwIfAborted(signal, "resume");
+      const target = await load(sandbox.id, false);
+      // A sandbox whose time ran out stays stopped until it gets a new time to live.
+      if (isExpired(target.record)) {
+        throw localError(
+          "InvalidState",
+          `local sandbox ${sandbox.id} has expired; call setTimeout() to give it more time first`,
         );
-      }),
-    doResume: (sandbox, { signal }) =>
-      guardLocal("resume", async () => {
-        throwIfAborted(signal, "resume");
-        const target = await load(sandbox.id, false);
-        // A sandbox whose time ran out stays stopped until it gets a new time to live.
-        if (isExpired(target.record)) {
-          throw localError(
-            "InvalidState",
-            `local sandbox ${sandbox.id} has expired; call setTimeout() to give it more time first`,
-          );
-        }
-        if (target.record.state === "running") return;
-        await resumeSandbox(target);
-      }),
-    doSetTimeout: (sandbox, ttlMs, { signal }) =>
-      guardLocal("setTimeout", async () => {
-        throwIfAborted(signal, "setTimeout");
-        if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
-          throw localError("Validation", "ttlMs must be a positive number of milliseconds");
-        }
-        const target = await load(sandbox.id, false);
-        await updateRecord(target.paths, target.id, (record) => ({
-          ...record,
-          expiresAt: new Date(Date.now() + ttlMs).toISOString(),
-        }));
-      }),
-    doMetrics: (sandbox, { signal }) =>
-      guardLocal("metrics", async () => {
-        return sandboxMetrics(await load(sandbox.id), signal);
-      }),
+      }
+      if (target.record.state === "running") return;
+      await resumeSandbox(target);
+    },
+    async doSetTimeout(sandbox, ttlMs, { signal }) {
+      throwIfAborted(signal, "setTimeout");
+      if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+        throw localError("Validation", "ttlMs must be a positive number of milliseconds");
+      }
+      const target = await load(sandbox.id, false);
+      await updateRecord(target.paths, target.id, (record) => ({
+        ...record,
+        expiresAt: new Date(Date.now() + ttlMs).toISOString(),
+      }));
+    },
+    async doMetrics(sandbox, { signal }) {
+      return sandboxMetrics(await load(sandbox.id), signal);
+    },
 
-    doExposePort: (sandbox, port, { signal, private: isPrivate }) =>
-      guardLocal("ports.expose", async () => {
-        throwIfAborted(signal, "ports.expose");
-        validatePort(port);
-        if (isPrivate)
-          throw localError("NotSupported", "private ports are not supported by the local provider");
-        const target = await load(sandbox.id);
-        if (target.record.egress === "block-all") {
-          throw localError(
-            "InvalidState",
-            "ports cannot be exposed while egress is blocked: the sandbox's network namespace is unreachable from the host",
-          );
-        }
-        // With the user-mode network a running sandbox gets the forward at once; one started later gets
-        // every recorded port when its network starts.
-        const stack = await runningStackOf(target);
-        if (stack) await addPortForward(stack, port);
-        await updateRecord(target.paths, target.id, (record) => ({
-          ...record,
-          ports: record.ports.includes(port) ? record.ports : [...record.ports, port],
-        }));
-        return { port, url: urlOf(port) };
-      }),
-    doListPorts: (sandbox, { signal }) =>
-      guardLocal("ports.list", async () => {
-        throwIfAborted(signal, "ports.list");
-        const target = await load(sandbox.id);
-        return target.record.ports.map((port): PortInfo => ({ port, url: urlOf(port) }));
-      }),
-    doUnexposePort: (sandbox, port, { signal }) =>
-      guardLocal("ports.unexpose", async () => {
-        throwIfAborted(signal, "ports.unexpose");
-        const target = await load(sandbox.id);
-        const stack = await runningStackOf(target);
-        if (stack) await removePortForward(stack, port);
-        await updateRecord(target.paths, target.id, (record) => ({
-          ...record,
-          ports: record.ports.filter((p) => p !== port),
-        }));
-      }),
-    doFetchPort: (sandbox, port, request) =>
-      guardLocal("ports.fetch", async () => {
-        validatePort(port);
-        const target = await load(sandbox.id);
-        if (target.record.egress === "block-all") {
-          throw localError("InvalidState", "the sandbox's ports are unreachable while its egress is blocked");
-        }
-        const source = new URL(request.url);
-        const init: RequestInit & { duplex?: "half" } = {
-          method: request.method,
-          headers: request.headers,
-          redirect: "manual",
-          signal: request.signal,
-        };
-        if (request.body) {
-          init.body = request.body;
-          init.duplex = "half";
-        }
-        return fetch(`${urlOf(port)}${source.pathname}${source.search}`, init);
-      }),
+    async doExposePort(sandbox, port, { signal, private: isPrivate }) {
+      throwIfAborted(signal, "ports.expose");
+      validatePort(port);
+      if (isPrivate)
+        throw localError("NotSupported", "private ports are not supported by the local provider");
+      const target = await load(sandbox.id);
+      if (target.record.egress === "block-all") {
+        throw localError(
+          "InvalidState",
+          "ports cannot be exposed while egress is blocked: the sandbox's network namespace is unreachable from the host",
+        );
+      }
+      // With the user-mode network a running sandbox gets the forward at once; one started later gets
+      // every recorded port when its network starts.
+      const stack = await runningStackOf(target);
+      if (stack) await addPortForward(stack, port);
+      await updateRecord(target.paths, target.id, (record) => ({
+        ...record,
+        ports: record.ports.includes(port) ? record.ports : [...record.ports, port],
+      }));
+      return { port, url: urlOf(port) };
+    },
+    async doListPorts(sandbox, { signal }) {
+      throwIfAborted(signal, "ports.list");
+      const target = await load(sandbox.id);
+      return target.record.ports.map((port): PortInfo => ({ port, url: urlOf(port) }));
+    },
+    async doUnexposePort(sandbox, port, { signal }) {
+      throwIfAborted(signal, "ports.unexpose");
+      const target = await load(sandbox.id);
+      const stack = await runningStackOf(target);
+      if (stack) await removePortForward(stack, port);
+      await updateRecord(target.paths, target.id, (record) => ({
+        ...record,
+        ports: record.ports.filter((p) => p !== port),
+      }));
+    },
+    async doFetchPort(sandbox, port, request) {
+      validatePort(port);
+      const target = await load(sandbox.id);
+      if (target.record.egress === "block-all") {
+        throw localError("InvalidState", "the sandbox's ports are unreachable while its egress is blocked");
+      }
+      const source = new URL(request.url);
+      const init: RequestInit & { duplex?: "half" } = {
+        method: request.method,
+        headers: request.headers,
+        redirect: "manual",
+        signal: request.signal,
+      };
+      if (request.body) {
+        init.body = request.body;
+        init.duplex = "half";
+      }
+      return fetch(`${urlOf(port)}${source.pathname}${source.search}`, init);
+    },
 
-    doCreateSnapshot: (sandbox, { signal, name }) =>
-      guardLocal("snapshots.create", async () => {
-        throwIfAborted(signal, "snapshots.create");
-        return createSnapshot((await load(sandbox.id)).paths, name);
-      }),
-    doRestoreSnapshot: (sandbox, ref, { signal }) =>
-      guardLocal("snapshots.restore", async () => {
-        throwIfAborted(signal, "snapshots.restore");
-        await restoreSnapshot((await load(sandbox.id)).paths, ref, sandboxOwner());
-      }),
-    doListSnapshots: (sandbox, { signal }) =>
-      guardLocal("snapshots.list", async () => {
-        throwIfAborted(signal, "snapshots.list");
-        return listSnapshots((await load(sandbox.id)).paths);
-      }),
-    doDeleteSnapshot: (sandbox, ref, { signal }) =>
-      guardLocal("snapshots.delete", async () => {
-        throwIfAborted(signal, "snapshots.delete");
-        await deleteSnapshot((await load(sandbox.id)).paths, ref);
-      }),
-    doFork: (sandbox, { signal, count }) =>
-      guardLocal("fork", async () => {
-        throwIfAborted(signal, "fork");
-        if (!Number.isInteger(count) || count < 1 || count > MAX_FORK_COUNT) {
-          throw localError("Validation", `fork count must be an integer from 1 to ${MAX_FORK_COUNT}`);
-        }
-        const source = await load(sandbox.id);
-        const forks: Sandbox[] = [];
-        try {
-          for (let i = 0; i < count; i++) {
-            throwIfAborted(signal, "fork");
-            const id = newLocalId();
-            const paths = sandboxPaths(root, id);
-            // Ports are host ports: a copy cannot hold the same ones.
-            await createSandboxDirectories(
-              paths,
-              { ...source.record, id, createdAt: new Date().toISOString(), state: "running", ports: [] },
-              sandboxOwner(),
-            );
-            forks.push(handleOf(id, root, unisolated()));
-            await copyTree(source.paths.workspace, paths.workspace, sandboxOwner());
-          }
-        } catch (error) {
-          await Promise.all(
-            forks.map((fork) => removeSandboxDirectory(sandboxPaths(root, fork.id)).catch(() => {})),
+    async doCreateSnapshot(sandbox, { signal, name }) {
+      throwIfAborted(signal, "snapshots.create");
+      return createSnapshot((await load(sandbox.id)).paths, name);
+    },
+    async doRestoreSnapshot(sandbox, ref, { signal }) {
+      throwIfAborted(signal, "snapshots.restore");
+      await restoreSnapshot((await load(sandbox.id)).paths, ref, sandboxOwner());
+    },
+    async doListSnapshots(sandbox, { signal }) {
+      throwIfAborted(signal, "snapshots.list");
+      return listSnapshots((await load(sandbox.id)).paths);
+    },
+    async doDeleteSnapshot(sandbox, ref, { signal }) {
+      throwIfAborted(signal, "snapshots.delete");
+      await deleteSnapshot((await load(sandbox.id)).paths, ref);
+    },
+    async doFork(sandbox, { signal, count }) {
+      throwIfAborted(signal, "fork");
+      if (!Number.isInteger(count) || count < 1 || count > MAX_FORK_COUNT) {
+        throw localError("Validation", `fork count must be an integer from 1 to ${MAX_FORK_COUNT}`);
+      }
+      const source = await load(sandbox.id);
+      const disk = diskFor();
+      const forks: Sandbox[] = [];
+      try {
+        for (let i = 0; i < count; i++) {
+          throwIfAborted(signal, "fork");
+          const id = newLocalId();
+          const paths = sandboxPaths(root, id);
+          // Ports are host ports: a copy cannot hold the same ones.
+          const { disk: _sourceDisk, ...inherited } = source.record;
+          await createSandboxDirectories(
+            paths,
+            {
+              ...inherited,
+              ...disk.field,
+              id,
+              createdAt: new Date().toISOString(),
+              state: "running",
+              ports: [],
+            },
+            sandboxOwner(),
+            disk.support,
           );
-          throw error;
+          forks.push(handleOf(id, root, unisolated()));
+          await copyTree(source.paths.workspace, paths.workspace, sandboxOwner());
         }
-        return forks;
-      }),
+      } catch (error) {
+        await Promise.all(
+          forks.map((fork) => removeSandboxDirectory(sandboxPaths(root, fork.id)).catch(() => {})),
+        );
+        throw error;
+      }
+      return forks;
+    },
 
     doDispose: async () => {
       registry.detachAll();
@@ -741,36 +790,39 @@ export function local(
     flags: localFlags,
     honours,
     ...(requested === "bwrap" ? { workdir: "/workspace" } : {}),
+    // What a driver method throws leaves through here (defineProvider): errno codes a sandbox on disk gives.
+    mapError: (error: unknown, { operation }: { operation: string }) => toLocalError(error, operation),
   };
   if (egressCapable) {
     return defineProvider({
       ...declaration,
       capabilities: localCapabilities,
       ...driver,
-      doSetEgress: (sandbox, policy, { signal }) =>
-        guardLocal("network.setEgress", async () => {
-          throwIfAborted(signal, "network.setEgress");
-          if (typeof policy !== "string") {
-            throw localError(
-              "NotSupported",
-              "egress allow-lists are not supported by the local provider (only allow-all and block-all)",
-            );
-          }
-          requireEgress(policy, "network.setEgress");
-          const target = await load(sandbox.id);
-          if (policy === "block-all" && target.record.ports.length > 0) {
-            throw localError(
-              "InvalidState",
-              `unexpose ports ${target.record.ports.join(", ")} first: they cannot be reached once egress is blocked`,
-            );
-          }
-          const updated = await updateRecord(target.paths, target.id, (record) => ({
-            ...record,
-            egress: policy,
-          }));
-          const resolved = isolation();
-          if (resolved.mode === "bwrap") await applyEgress(resolved, { ...target, record: updated });
-        }),
+      async doSetEgress(sandbox, policy, { signal }) {
+        throwIfAborted(signal, "network.setEgress");
+        if (typeof policy !== "string") {
+          throw localError(
+            "NotSupported",
+            "egress allow-lists are not supported by the local provider (only allow-all and block-all)",
+          );
+        }
+        grantEgress(policy, "network.setEgress");
+        const target = await load(sandbox.id);
+        if (policy === "block-all" && target.record.ports.length > 0) {
+          throw localError(
+            "InvalidState",
+            `unexpose ports ${target.record.ports.join(", ")} first: they cannot be reached once egress is blocked`,
+          );
+        }
+        const updated = await updateRecord(target.paths, target.id, (record) => ({
+          ...record,
+          egress: policy,
+          // This provider accepted the host's network for allow-all: commands of the sandbox may use it.
+          ...(hostNetwork ? { hostNetwork } : {}),
+        }));
+        const resolved = isolation();
+        if (resolved.mode === "bwrap") await applyEgress(resolved, { ...target, record: updated });
+      },
     }) as LocalProvider<typeof localCapabilities>;
   }
   return defineProvider({

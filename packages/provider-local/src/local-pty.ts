@@ -6,7 +6,7 @@ import {
   optionalPackageError,
 } from "@sbox/core/spec";
 import type { CommandTarget } from "./local-command.js";
-import { localError, throwIfAborted } from "./local-errors.js";
+import { LOCAL_PROVIDER_NAME, localError, throwIfAborted } from "./local-errors.js";
 import { type CommandContext, cleanUpLaunch, planCommand } from "./local-exec.js";
 import { newLocalId } from "./local-ids.js";
 import { signalName, signalTree } from "./local-procfs.js";
@@ -42,7 +42,7 @@ function loadPty(): Promise<PtyModule> {
         error,
         "node-pty",
         "a pty (interactive terminal) of the local provider",
-        "local",
+        LOCAL_PROVIDER_NAME,
       );
     },
   );

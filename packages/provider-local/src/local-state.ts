@@ -3,9 +3,10 @@ import { lstatSync, readFileSync } from "node:fs";
 import { chmod, chown, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxState } from "@sbox/core/spec";
+import { attachDisk, type DiskSupport } from "./local-disk.js";
 import { localError } from "./local-errors.js";
 import { assertLocalId } from "./local-ids.js";
-import type { LocalResources } from "./local-limits.js";
+import { DEFAULT_DISK_MB, type LocalResources } from "./local-limits.js";
 import type { LocalEgress } from "./local-options.js";
 
 /** The lifecycle states the local provider keeps on disk (`destroyed` is the absence of the directory). */
@@ -26,6 +27,16 @@ export interface LocalSandboxRecord {
   readonly ports: readonly number[];
   /** Whether the sandbox may reach the host's loopback (`local({ network: { hostLoopback: true } })`). */
   readonly hostLoopback?: boolean | undefined;
+  /**
+   * Whether `allow-all` may share the host's network where no user-mode stack is usable
+   * (`local({ network: { hostNetwork: true } })`); without it such a sandbox's commands are refused.
+   */
+  readonly hostNetwork?: boolean | undefined;
+  /**
+   * `"image"`: the sandbox's directories are on a disk image of its own, `resources.diskMB` large (the total
+   * size limit; see local-disk.ts). Absent: plain directories on the host's disk (each file limited only).
+   */
+  readonly disk?: "image" | undefined;
   /** Limits (absent in records written before limits existed: the defaults apply). */
   readonly resources?: LocalResources | undefined;
 }
@@ -119,14 +130,23 @@ export async function ensureSandboxDirectories(
   ]);
 }
 
-/** Creates the directories of a new sandbox and its first record. */
+/**
+ * Creates the directories of a new sandbox and its first record; with `disk` (and `record.disk`), its own disk
+ * image of `record.resources.diskMB` under them.
+ */
 export async function createSandboxDirectories(
   paths: LocalSandboxPaths,
   record: LocalSandboxRecord,
   owner: { readonly uid: number; readonly gid: number } | undefined,
+  disk?: DiskSupport | undefined,
 ): Promise<void> {
   await mkdir(paths.dir, { recursive: false, mode: 0o700 });
   await ensureSandboxDirectories(paths, owner);
+  if (record.disk === "image") {
+    if (disk?.kind !== "image")
+      throw localError("Provider", "a disk image was asked for where none can be made");
+    await attachDisk(disk, paths, record.resources?.diskMB ?? DEFAULT_DISK_MB, owner);
+  }
   await writeRecord(paths, record);
 }
 

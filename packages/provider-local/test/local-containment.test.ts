@@ -4,7 +4,8 @@
  * and from the kernel's own files, that the limit it relies on is in force, and fails WITHOUT starting the
  * attack when it is not: a test machine must never be the victim.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import type { DriverSandbox } from "@sbox/core/spec";
 import { SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -198,5 +199,126 @@ describe("containment (bubblewrap, default limits)", () => {
       expect(readFileSync(`${raw.limits.cgroup.dir}/cpu.max`, "utf8").trim()).toBe("50000 100000");
     }
     await provider.doDestroy(limited, call());
+  });
+});
+
+describe("the total size of a sandbox's directories (bubblewrap)", () => {
+  const isRoot = process.getuid?.() === 0;
+  const DISK_MB = 48;
+  let provider: AnyLocalProvider;
+  let sandbox: DriverSandbox<LocalSandboxHandle>;
+  let limits: Limits & { enforced: { disk: string } };
+
+  beforeAll(async () => {
+    provider = local({ root: `${state.home}/disk`, isolation: "bwrap", diskImage: isRoot });
+    sandbox = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+    limits = ((await provider.doGetInfo(sandbox, call())).raw as { limits: typeof limits }).limits;
+  });
+  afterAll(async () => {
+    await destroyAll(provider);
+  });
+
+  /** Mount points of this host program's mount namespace at or below `dir`. */
+  const mountsBelow = (dir: string) =>
+    readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .map((line) => line.split(" ")[4] ?? "")
+      .filter((point) => point === dir || point.startsWith(`${dir}/`));
+
+  it.skipIf(!isRoot)(
+    "as root: writing past the cap in many files fails with ENOSPC inside, and the host keeps only the image",
+    async () => {
+      // The limit is in force before anything is written: the three directories are one file system of
+      // about DISK_MB, mounted from the sandbox's own image (else the test stops here, having written nothing).
+      expect(limits.enforced.disk).toContain("together");
+      const dir = sandbox.native.dir;
+      expect(mountsBelow(dir).sort()).toEqual(
+        [`${dir}/disk`, `${dir}/home`, `${dir}/tmp`, `${dir}/workspace`].sort(),
+      );
+      const df = await run(
+        provider,
+        sandbox,
+        "for d in /workspace /tmp /home/user; do stat -f -c '%b %S' $d; stat -c %d $d; done",
+      );
+      const lines = df.stdout.trim().split("\n");
+      const [blocks, blockSize] = lines[0]!.split(" ").map(Number);
+      expect(blocks! * blockSize!).toBeLessThanOrEqual(DISK_MB * 1024 * 1024);
+      expect(blocks! * blockSize!).toBeGreaterThan(DISK_MB * 0.8 * 1024 * 1024);
+      expect(new Set([lines[1], lines[3], lines[5]]).size, "one device behind all three").toBe(1);
+      expect(lines[0]).toBe(lines[2]);
+
+      // 3 MB files (each far below the per-file limit) in all three directories, twice the cap in total.
+      const script = [
+        "i=0; failed=''",
+        `while [ $i -lt ${Math.ceil((2 * DISK_MB) / 3)} ]; do`,
+        '  for d in /workspace /tmp /home/user; do head -c 3000000 /dev/zero > "$d/f$i" || failed=yes; done',
+        '  i=$((i+1)); [ -n "$failed" ] && break',
+        "done",
+        // The errors went to stderr (a file of them would have no room either).
+        "du -sk /workspace /tmp /home/user | awk '{ s += $1 } END { print s }'",
+      ].join("\n");
+      const written = await run(provider, sandbox, script, { signal: AbortSignal.timeout(120_000) });
+      expect(written.stderr).toContain("No space left on device");
+      expect(written.stderr).not.toContain("File too large");
+      const lastLine = written.stdout.trim().split("\n").pop()!;
+      expect(Number(lastLine) * 1024, "what the sandbox holds").toBeLessThanOrEqual(DISK_MB * 1024 * 1024);
+      // On the host, the sandbox's writes are the image's blocks: at most its size.
+      const image = statSync(`${dir}/disk.img`);
+      expect(image.blocks * 512).toBeLessThanOrEqual(DISK_MB * 1024 * 1024);
+      expect(mountsBelow(dir)).toHaveLength(4);
+
+      // Space comes back when the sandbox removes files, and it works on.
+      const freed = await run(
+        provider,
+        sandbox,
+        "rm -f /workspace/f* /tmp/f* /home/user/f*; echo ok > /workspace/after; cat /workspace/after",
+      );
+      expect(freed.stdout).toBe("ok\n");
+    },
+    180_000,
+  );
+
+  it.skipIf(!isRoot)(
+    "as root: the disk is mounted again when it is not (a reboot), and unmounted on destroy",
+    async () => {
+      const other = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+      const dir = other.native.dir;
+      await run(provider, other, "echo kept > /workspace/kept; echo also > /home/user/kept");
+      await provider.doStop!(other, call());
+      // What a reboot does: nothing mounted any more (unmounted here by the test, deepest first).
+      for (const point of mountsBelow(dir).sort((a, b) => b.length - a.length)) {
+        expect(spawnSync("umount", [point]).status).toBe(0);
+      }
+      expect(mountsBelow(dir)).toEqual([]);
+      await provider.doResume!(other, call());
+      expect((await run(provider, other, "cat /workspace/kept /home/user/kept")).stdout).toBe("kept\nalso\n");
+      expect(mountsBelow(dir)).toHaveLength(4);
+      await provider.doDestroy(other, call());
+      expect(mountsBelow(dir)).toEqual([]);
+      expect(spawnSync("losetup", ["-j", `${dir}/disk.img`], { encoding: "utf8" }).stdout).toBe("");
+      expect(existsSync(dir)).toBe(false);
+    },
+  );
+
+  it("without diskImage: each file is limited, and getInfo says the total is not", async () => {
+    const plain = local({ root: `${state.home}/disk`, isolation: "bwrap" });
+    const unlimited = await plain.doCreate({ resources: { diskMB: DISK_MB } }, call());
+    const raw = (await plain.doGetInfo(unlimited, call())).raw as { limits: typeof limits };
+    expect(raw.limits.enforced.disk).toContain("not their total");
+    expect(raw.limits.enforced.disk).toContain("diskImage: true");
+    expect(mountsBelow(unlimited.native.dir)).toEqual([]);
+    await plain.doDestroy(unlimited, call());
+  });
+
+  it.skipIf(isRoot)("unprivileged: diskImage is refused with the reason, not ignored", async () => {
+    const asked = local({ root: `${state.home}/disk-asked`, isolation: "bwrap", diskImage: true });
+    await expect(asked.doCreate({}, call())).rejects.toMatchObject({
+      code: "NotSupported",
+      message: expect.stringContaining("needs root"),
+    });
+    expect(limits.enforced.disk).toContain("not their total");
+    const inside = await limitsInside(provider, sandbox);
+    expect(inside.fileSize, "RLIMIT_FSIZE inside the sandbox").toBe(DISK_MB * 1024 * 1024);
+    expect(mountsBelow(sandbox.native.dir)).toEqual([]);
   });
 });

@@ -11,7 +11,17 @@ import { join } from "node:path";
 import type { DriverSandbox } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalSandboxHandle, local } from "../src/index.js";
-import { type AnyLocalProvider, call, destroyAll, run, tempOutsideTmp, tempStateRoot } from "./helpers.js";
+import {
+  type AnyLocalProvider,
+  bundleChild,
+  call,
+  destroyAll,
+  run,
+  tempOutsideTmp,
+  tempStateRoot,
+  withCorePaths,
+  withoutTunDevice,
+} from "./helpers.js";
 
 const state = tempStateRoot("escapes");
 afterAll(() => state.cleanup());
@@ -48,7 +58,7 @@ describe("the red-team findings, as attacks (bubblewrap)", () => {
   let sandbox: DriverSandbox<LocalSandboxHandle>;
 
   beforeAll(async () => {
-    provider = local({ root: `${state.home}/main`, isolation: "bwrap" });
+    provider = withCorePaths(local({ root: `${state.home}/main`, isolation: "bwrap" }));
     sandbox = await provider.doCreate({}, call());
   });
   afterAll(async () => {
@@ -397,8 +407,9 @@ describe("the host's network is unreachable (bubblewrap, user-mode network)", ()
     return text((await python(provider, target, script, ...targets)).stdout);
   };
 
-  it("with the default egress, neither the host's loopback nor its own addresses answer", async (context) => {
-    if (mode !== "user-mode") context.skip(); // no user-mode network here: the host network is shared (see getInfo)
+  it("with the default egress, neither the host's loopback nor its own addresses answer", async () => {
+    // The sandbox's own stack where one is usable, else no network at all: never the host's (fails closed).
+    expect(["user-mode", "none"]).toContain(mode);
     expect(await probeAll(sandbox)).toBe("");
     expect(servers.every(({ hits }) => hits() === 0)).toBe(true);
   });
@@ -411,6 +422,50 @@ describe("the host's network is unreachable (bubblewrap, user-mode network)", ()
     } finally {
       await provider.doDestroy(blocked, call());
     }
+  });
+});
+
+describe("the network fails closed where no user-mode stack is usable", () => {
+  // The child runs where /dev/net/tun does not exist (its own mount namespace), as this same user.
+  const noTun = withoutTunDevice();
+  it.skipIf("skip" in noTun)(
+    `default: no network; explicit allow-all: NotSupported saying how to enable it; hostNetwork: the host's, by choice${"skip" in noTun ? ` (skipped: ${noTun.skip})` : ""}`,
+    async () => {
+      const child = await bundleChild(state.home, "local-no-network", {
+        wrapper: "wrapper" in noTun ? noTun.wrapper : [],
+      });
+      const result = (await child(join(state.home, "no-tun"))) as Record<string, Record<string, unknown>>;
+      expect(result.error, JSON.stringify(result)).toBeUndefined();
+      const { byDefault, explicitCreate, explicitSet, optionDefault, withPorts, optedIn, legacy } =
+        result as Record<string, Record<string, unknown> & { code?: string; message?: string }>;
+      // The limit of the test is in force: the child really had no stack (else it would prove nothing).
+      const raw = byDefault!.raw as { egress: string; network: { mode: string; reason: string } };
+      expect(raw.network.reason).toContain("/dev/net/tun");
+      expect(raw.egress).toBe("block-all");
+      expect(raw.network.mode).toBe("none");
+      expect(byDefault!.interfaces).toBe("lo");
+      expect(byDefault!.fetched).not.toContain("host answered");
+      expect(result.warnings).toContain("SBOX_LOCAL_NO_NETWORK");
+      for (const refused of [explicitCreate!, explicitSet!, optionDefault!, withPorts!, legacy!]) {
+        expect(refused.code, JSON.stringify(refused)).toBe("NotSupported");
+        expect(refused.message).toContain("/dev/net/tun");
+        expect(refused.message).toContain("hostNetwork: true");
+      }
+      // Opted in: allow-all by default, the host's network (its loopback server answers), and setEgress works.
+      expect(optedIn).toMatchObject({
+        egress: "allow-all",
+        mode: "host",
+        fetched: "host answered",
+        explicitSet: {},
+      });
+      expect(result.hits).toBe(1);
+    },
+  );
+
+  it("hostNetwork is a boolean", () => {
+    expect(() => local({ network: { hostNetwork: "yes" as unknown as boolean } })).toThrow(
+      /network.hostNetwork must be true or false/,
+    );
   });
 });
 

@@ -341,21 +341,23 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
   });
 
   it("exposes a port: an HTTP server started in the sandbox answers at the URL, directly and proxied", async () => {
-    const sandbox = await provider.doCreate({}, call());
+    // Ports need a network: where no user-mode stack is usable, this test accepts the host's (explicitly).
+    const networked = providerFor(mode, root(), { network: { hostNetwork: true } });
+    const sandbox = await networked.doCreate({}, call());
     await run(provider, sandbox, "echo 'hello from the sandbox' > index.txt");
     let port = 0;
     let proc: Awaited<ReturnType<NonNullable<AnyLocalProvider["doSpawn"]>>> | undefined;
     // A free port is picked by trying: another test or program may hold any given one.
     for (let attempt = 0; attempt < 5 && !proc; attempt++) {
       port = 20000 + Math.floor(Math.random() * 20000);
-      const candidate = await provider.doSpawn!(sandbox, {
+      const candidate = await networked.doSpawn!(sandbox, {
         // On every interface: under bubblewrap the port is forwarded to the sandbox's own address.
         command: { argv: ["python3", "-m", "http.server", String(port), "--bind", "0.0.0.0"] },
         signal: new AbortController().signal,
         onStdout: () => {},
         onStderr: () => {},
       });
-      const info = await provider.doExposePort!(sandbox, port, { ...call(), private: false });
+      const info = await networked.doExposePort!(sandbox, port, { ...call(), private: false });
       expect(info.url).toBe(`http://127.0.0.1:${port}`);
       const answered = await eventually(async () => {
         // A connection made before the server listens waits (the forward retries): bound each attempt.
@@ -367,22 +369,24 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
       if (answered) proc = candidate;
       else {
         await candidate.kill();
-        await provider.doUnexposePort!(sandbox, port, call());
+        await networked.doUnexposePort!(sandbox, port, call());
       }
     }
     expect(proc).toBeDefined();
-    expect(await provider.doListPorts!(sandbox, call())).toEqual([{ port, url: `http://127.0.0.1:${port}` }]);
-    const proxied = await provider.doFetchPort!(
+    expect(await networked.doListPorts!(sandbox, call())).toEqual([
+      { port, url: `http://127.0.0.1:${port}` },
+    ]);
+    const proxied = await networked.doFetchPort!(
       sandbox,
       port,
       new Request(`http://sandbox:${port}/index.txt`),
     );
     expect(await proxied.text()).toBe("hello from the sandbox\n");
-    await provider.doUnexposePort!(sandbox, port, call());
-    expect(await provider.doListPorts!(sandbox, call())).toEqual([]);
+    await networked.doUnexposePort!(sandbox, port, call());
+    expect(await networked.doListPorts!(sandbox, call())).toEqual([]);
     await proc!.kill();
     await proc!.wait();
-    await provider.doDestroy(sandbox, call());
+    await networked.doDestroy(sandbox, call());
   });
 
   it("opens a pty that echoes input, resizes and exits", async () => {
@@ -417,7 +421,12 @@ describe("egress control (bubblewrap)", () => {
   beforeAll(async () => {
     provider = providerFor("bwrap", `${state.home}/egress`);
     // The host's loopback, opened explicitly: the only way a sandbox reaches a server on this machine.
-    opened = local({ root: `${state.home}/egress`, isolation: "bwrap", network: { hostLoopback: true } });
+    // Where no user-mode stack is usable, allow-all needs the host's network, accepted explicitly here.
+    opened = local({
+      root: `${state.home}/egress`,
+      isolation: "bwrap",
+      network: { hostLoopback: true, hostNetwork: true },
+    });
     sandbox = await opened.doCreate({}, call());
     const info = (await opened.doGetInfo(sandbox, call())).raw as { network: { mode: string } };
     userMode = info.network.mode === "user-mode";
