@@ -1,0 +1,31 @@
+/**
+ * The conformance kit against the adapter through the Vercel Sandbox emulator of `@sbox/emulators`: once
+ * as declared, once primitives-only (every emulatable driver method hidden, so the core's emulations run
+ * over Vercel's commands). Nothing is excluded: egress is enforced by the emulator's backend, declared
+ * ports are fetched through the emulator's routes stand-in, and the secrets and deadline cases use the
+ * emulator's fault injection.
+ */
+import { runConformance } from "@sbox/conformance/vitest";
+import { kitFaultHook } from "@sbox/emulators";
+import { afterAll } from "vitest";
+import type { VercelProviderOptions } from "../src/index.js";
+import { startTestEmulator, TEST_TOKEN, testProvider } from "./vercel-test-env.js";
+
+const emulator = await startTestEmulator();
+afterAll(() => emulator.close());
+
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 8_000;
+const providerWithOptions = (extra: Record<string, unknown> = {}) =>
+  testProvider(emulator, { requestTimeoutMs: DEADLINE_MS, ...(extra as VercelProviderOptions) });
+const provider = () => providerWithOptions();
+// The emulator's token is a fake credential: the secrets cases check it never leaks.
+const remote = {
+  faults: kitFaultHook(emulator.faults),
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: TEST_TOKEN,
+};
+const label = `vercel (emulator on ${emulator.backend})`;
+
+runConformance({ provider, providerWithOptions, remote, label });
+runConformance({ provider, providerWithOptions, remote, primitivesOnly: true, label });
