@@ -540,13 +540,15 @@ async function mkdir(session: VercelSession, body: Json): Promise<VercelAnswer> 
   try {
     await session.machine!.files.mkdir(path, { recursive: false });
   } catch (error) {
-    const notFound = SandboxError.isInstance(error) && error.code === "NotFound";
+    const code = SandboxError.isInstance(error) ? error.code : undefined;
+    const [status, name] =
+      code === "NotFound"
+        ? [404, "file_not_found"]
+        : code === "Conflict"
+          ? [409, "file_exists"]
+          : [400, "mkdir_failed"];
     throw new VercelApiError(
-      apiError(
-        notFound ? 404 : 400,
-        notFound ? "file_not_found" : "mkdir_failed",
-        `${path}: ${error instanceof Error ? error.message : String(error)}`,
-      ),
+      apiError(status, name, `${path}: ${error instanceof Error ? error.message : String(error)}`),
     );
   }
   return { status: 200, body: {} };
