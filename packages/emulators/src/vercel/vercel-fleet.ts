@@ -77,9 +77,8 @@ export interface VercelSandboxRecord {
   readonly createdAt: number;
   updatedAt: number;
   session: VercelSession;
+  /** The snapshot the next session starts from: the last one taken, or the one a persistent stop took. */
   currentSnapshotId?: string | undefined;
-  /** The workdir's files at the end of the last session (persistent sandboxes). */
-  disk?: Uint8Array | undefined;
 }
 
 /** A snapshot: the workdir's files of a session. */
@@ -94,6 +93,8 @@ export interface VercelSnapshot {
   updatedAt: number;
   readonly expiresAt?: number | undefined;
   readonly runtime?: string | undefined;
+  /** `api` (a snapshot request) or `stop` (a persistent sandbox stopping). */
+  readonly creationMethod: "api" | "stop";
 }
 
 /** One session (VM) of a sandbox. */
@@ -231,7 +232,7 @@ export class VercelFleet {
       ...(snapshot.expiresAt === undefined ? {} : { expiresAt: snapshot.expiresAt }),
       createdAt: snapshot.createdAt,
       updatedAt: snapshot.updatedAt,
-      creationMethod: "api",
+      creationMethod: snapshot.creationMethod,
     };
   }
 
@@ -421,14 +422,15 @@ export class VercelFleet {
   }
 
   /**
-   * Stops a session: its commands end (followers get the `sandbox_stopped` line), a persistent sandbox's
-   * workdir is kept for the next session, the backend sandbox goes.
+   * Stops a session: its commands end (followers get the `sandbox_stopped` line), the backend sandbox goes.
+   * A persistent sandbox's workdir is kept as a snapshot (`creationMethod: "stop"`) its next session
+   * starts from, as the service snapshots a persistent sandbox when it stops.
    */
   async stopSession(
     session: VercelSession,
     why: "request" | "timeout" | "snapshot" | "delete",
-  ): Promise<Uint8Array | undefined> {
-    if (session.status !== "running") return undefined;
+  ): Promise<{ image?: Uint8Array | undefined; snapshot?: VercelSnapshot | undefined }> {
+    if (session.status !== "running") return {};
     session.timer?.cancel();
     const now = this.clock.now();
     session.status = why === "snapshot" ? "snapshotting" : "stopping";
@@ -446,32 +448,20 @@ export class VercelFleet {
       session.machine = undefined;
       await this.options.backend.release(machine).catch(() => undefined);
     }
-    if (record && image && why !== "snapshot") record.disk = image;
     session.status = "stopped";
     session.stoppedAt = this.clock.now();
     session.updatedAt = session.stoppedAt;
-    return image;
+    const snapshot =
+      image && why !== "snapshot" ? this.keepSnapshot(session, image, undefined, "stop") : undefined;
+    return { image, snapshot };
   }
 
-  /** Starts a new session of a stopped sandbox (its disk or current snapshot restored). */
-  async resume(record: VercelSandboxRecord): Promise<boolean> {
-    if (record.session.status === "running") return false;
-    const snapshot = record.currentSnapshotId ? this.snapshots.get(record.currentSnapshotId) : undefined;
-    const image = record.disk ?? (snapshot?.status === "created" ? snapshot.image : undefined);
-    const session = new VercelSession(record.name, record.config, this.clock.now(), snapshot?.id);
-    this.sessions.set(session.id, session);
-    record.session = session;
-    record.updatedAt = this.clock.now();
-    await this.boot(session, image);
-    return true;
-  }
-
-  /** Takes a snapshot of a running session, which stops it (the service's behaviour). */
-  async snapshot(session: VercelSession, expirationMs: number | undefined): Promise<VercelSnapshot> {
-    const record = this.sandboxes.get(session.sandboxName);
-    const image = await this.stopSession(session, "snapshot");
-    if (!image)
-      throw new VercelApiError(apiError(500, "snapshot_failed", "the filesystem could not be captured"));
+  private keepSnapshot(
+    session: VercelSession,
+    image: Uint8Array,
+    expirationMs: number | undefined,
+    creationMethod: "api" | "stop",
+  ): VercelSnapshot {
     const now = this.clock.now();
     const ttl = expirationMs ?? this.options.snapshotExpirationMs ?? 30 * 24 * 3600_000;
     const snapshot: VercelSnapshot = {
@@ -485,15 +475,33 @@ export class VercelFleet {
       updatedAt: now,
       ...(ttl === 0 ? {} : { expiresAt: now + ttl }),
       runtime: session.config.runtime,
+      creationMethod,
     };
     session.snapshottedAt = now;
     this.snapshots.set(snapshot.id, snapshot);
-    if (record) {
-      record.currentSnapshotId = snapshot.id;
-      // The next session starts from the snapshot, not from an older disk.
-      record.disk = undefined;
-    }
+    const record = this.sandboxes.get(session.sandboxName);
+    if (record) record.currentSnapshotId = snapshot.id;
     return snapshot;
+  }
+
+  /** Starts a new session of a stopped sandbox, from its current snapshot when it has one. */
+  async resume(record: VercelSandboxRecord): Promise<boolean> {
+    if (record.session.status === "running") return false;
+    const snapshot = record.currentSnapshotId ? this.liveSnapshot(record.currentSnapshotId) : undefined;
+    const session = new VercelSession(record.name, record.config, this.clock.now(), snapshot?.id);
+    this.sessions.set(session.id, session);
+    record.session = session;
+    record.updatedAt = this.clock.now();
+    await this.boot(session, snapshot?.image);
+    return true;
+  }
+
+  /** Takes a snapshot of a running session, which stops it (the service's behaviour). */
+  async snapshot(session: VercelSession, expirationMs: number | undefined): Promise<VercelSnapshot> {
+    const { image } = await this.stopSession(session, "snapshot");
+    if (!image)
+      throw new VercelApiError(apiError(500, "snapshot_failed", "the filesystem could not be captured"));
+    return this.keepSnapshot(session, image, expirationMs, "api");
   }
 
   /** A live snapshot by id (`undefined` when unknown, deleted or expired). */

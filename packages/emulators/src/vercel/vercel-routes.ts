@@ -355,7 +355,6 @@ async function updateSandbox(ctx: VercelRouteContext, name: string, body: Json):
       );
     }
     record.currentSnapshotId = body.currentSnapshotId;
-    record.disk = undefined;
   }
   record.updatedAt = ctx.fleet.clock.now();
   return {
@@ -389,12 +388,15 @@ function ndjsonHead(res: ServerResponse): void {
 function writeLine(res: ServerResponse, value: unknown): Promise<void> {
   return new Promise((resolve) => {
     if (res.destroyed) return resolve();
-    if (res.write(`${JSON.stringify(value)}\n`)) resolve();
-    else {
-      // Back-pressure: a slow reader holds the stream, not the emulator's memory.
-      res.once("drain", resolve);
-      res.once("close", resolve);
-    }
+    if (res.write(`${JSON.stringify(value)}\n`)) return resolve();
+    // Back-pressure: a slow reader holds the stream, not the emulator's memory.
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
   });
 }
 
@@ -646,11 +648,15 @@ async function sessionRoutes(
     req.resume();
     const session = ctx.fleet.sessions.get(sessionId);
     if (!session) return apiError(404, "sandbox_not_found", `Sandbox session not found: ${sessionId}`);
-    await ctx.fleet.stopSession(session, "request");
+    const { snapshot } = await ctx.fleet.stopSession(session, "request");
     const record = ctx.fleet.sandboxes.get(session.sandboxName);
     return {
       status: 200,
-      body: { session: session.toJSON(), ...(record ? { sandbox: ctx.fleet.sandboxJSON(record) } : {}) },
+      body: {
+        session: session.toJSON(),
+        ...(record ? { sandbox: ctx.fleet.sandboxJSON(record) } : {}),
+        ...(snapshot ? { snapshot: ctx.fleet.snapshotJSON(snapshot) } : {}),
+      },
     };
   }
   if (key === "POST extend-timeout") {
