@@ -68,6 +68,12 @@ export interface VercelSandboxConfig {
   networkPolicy: VercelNetworkPolicy;
   env: Record<string, string>;
   ports: number[];
+  /** How long snapshots of this sandbox live, in ms (0: forever). */
+  snapshotExpiration?: number | undefined;
+  /** How many of its snapshots are kept (stored and reported; eviction is not emulated). */
+  keepLastSnapshots?:
+    | { count: number; expiration?: number | undefined; deleteEvicted?: boolean | undefined }
+    | undefined;
 }
 
 /** A named sandbox. */
@@ -218,6 +224,10 @@ export class VercelFleet {
       statusUpdatedAt: session.updatedAt,
       cwd: session.cwd,
       tags: { ...config.tags },
+      ...(config.snapshotExpiration === undefined ? {} : { snapshotExpiration: config.snapshotExpiration }),
+      ...(config.keepLastSnapshots === undefined
+        ? {}
+        : { keepLastSnapshots: { ...config.keepLastSnapshots } }),
     };
   }
 
@@ -452,7 +462,9 @@ export class VercelFleet {
     session.stoppedAt = this.clock.now();
     session.updatedAt = session.stoppedAt;
     const snapshot =
-      image && why !== "snapshot" ? this.keepSnapshot(session, image, undefined, "stop") : undefined;
+      image && why !== "snapshot"
+        ? this.keepSnapshot(session, image, session.config.snapshotExpiration, "stop")
+        : undefined;
     return { image, snapshot };
   }
 
@@ -488,6 +500,15 @@ export class VercelFleet {
   async resume(record: VercelSandboxRecord): Promise<boolean> {
     if (record.session.status === "running") return false;
     const snapshot = record.currentSnapshotId ? this.liveSnapshot(record.currentSnapshotId) : undefined;
+    if (record.currentSnapshotId !== undefined && !snapshot) {
+      throw new VercelApiError(
+        apiError(
+          410,
+          "snapshot_not_found",
+          `The sandbox's snapshot ${record.currentSnapshotId} no longer exists`,
+        ),
+      );
+    }
     const session = new VercelSession(record.name, record.config, this.clock.now(), snapshot?.id);
     this.sessions.set(session.id, session);
     record.session = session;
@@ -501,7 +522,7 @@ export class VercelFleet {
     const { image } = await this.stopSession(session, "snapshot");
     if (!image)
       throw new VercelApiError(apiError(500, "snapshot_failed", "the filesystem could not be captured"));
-    return this.keepSnapshot(session, image, expirationMs, "api");
+    return this.keepSnapshot(session, image, expirationMs ?? session.config.snapshotExpiration, "api");
   }
 
   /** A live snapshot by id (`undefined` when unknown, deleted or expired). */

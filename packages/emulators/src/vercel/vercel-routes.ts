@@ -98,7 +98,13 @@ function positiveInteger(value: unknown, field: string): number | undefined {
 function checkTimeout(ctx: VercelRouteContext, value: unknown, field = "timeout"): number | undefined {
   const timeout = positiveInteger(value, field);
   if (timeout !== undefined && timeout > PLAN_MAX_TIMEOUT_MS[ctx.plan]) {
-    bad(`${field} must be at most ${PLAN_MAX_TIMEOUT_MS[ctx.plan]} ms on the ${ctx.plan} plan`);
+    throw new VercelApiError(
+      apiError(
+        400,
+        "sandbox_timeout_invalid",
+        `${field} must be at most ${PLAN_MAX_TIMEOUT_MS[ctx.plan]} ms on the ${ctx.plan} plan`,
+      ),
+    );
   }
   return timeout;
 }
@@ -126,6 +132,31 @@ function checkVcpus(resources: unknown): number | undefined {
     bad(`resources.vcpus must be an integer from ${VCPU_RANGE.min} to ${VCPU_RANGE.max}`);
   }
   return vcpus;
+}
+
+function snapshotSettings(body: Json, config: VercelSandboxConfig): void {
+  if (body.snapshotExpiration !== undefined && body.snapshotExpiration !== null) {
+    const value = body.snapshotExpiration;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+      bad("snapshotExpiration must be a non-negative integer of milliseconds");
+    }
+    config.snapshotExpiration = value;
+  }
+  if (body.keepLastSnapshots === null) config.keepLastSnapshots = undefined;
+  else if (body.keepLastSnapshots !== undefined) {
+    const keep = body.keepLastSnapshots as Json;
+    const count = positiveInteger(keep.count, "keepLastSnapshots.count");
+    if (count === undefined) bad("keepLastSnapshots.count is required");
+    const expiration = keep.expiration;
+    if (expiration !== undefined && (typeof expiration !== "number" || expiration < 0)) {
+      bad("keepLastSnapshots.expiration must be a non-negative number");
+    }
+    config.keepLastSnapshots = {
+      count,
+      ...(expiration === undefined ? {} : { expiration: expiration as number }),
+      deleteEvicted: keep.deleteEvicted === undefined ? true : keep.deleteEvicted === true,
+    };
+  }
 }
 
 function checkName(value: unknown): string | undefined {
@@ -234,6 +265,7 @@ async function createSandbox(
   config.networkPolicy = policyOf(body.networkPolicy);
   if (typeof body.persistent === "boolean") config.persistent = body.persistent;
   if (typeof body.region === "string") config.region = body.region;
+  snapshotSettings(body, config);
   if (body.mounts !== undefined && body.mounts !== null && Object.keys(body.mounts as Json).length > 0) {
     bad("mounts (drives) are not supported by the emulator");
   }
@@ -294,6 +326,7 @@ async function forkSandbox(
   if (body.tags !== undefined) config.tags = stringRecord(body.tags, "tags");
   if (body.networkPolicy !== undefined) config.networkPolicy = policyOf(body.networkPolicy);
   if (typeof body.persistent === "boolean") config.persistent = body.persistent;
+  snapshotSettings(body, config);
   const name =
     checkName(body.name) ?? `${sourceName.slice(0, 40)}-fork-${Math.random().toString(36).slice(2, 8)}`;
   // The service forks from the source's current snapshot (or its base environment when it has none).
@@ -348,6 +381,7 @@ async function updateSandbox(ctx: VercelRouteContext, name: string, body: Json):
   if (policy) record.config.networkPolicy = policy;
   if (body.tags !== undefined) record.config.tags = stringRecord(body.tags, "tags");
   if (typeof body.persistent === "boolean") record.config.persistent = body.persistent;
+  snapshotSettings(body, record.config);
   if (typeof body.currentSnapshotId === "string") {
     if (!ctx.fleet.liveSnapshot(body.currentSnapshotId)) {
       throw new VercelApiError(
@@ -667,7 +701,13 @@ async function sessionRoutes(
     if (duration === undefined) bad("duration is required");
     const max = PLAN_MAX_TIMEOUT_MS[ctx.plan];
     if (session.timeout + duration > max) {
-      bad(`the timeout cannot be extended beyond ${max} ms on the ${ctx.plan} plan`);
+      throw new VercelApiError(
+        apiError(
+          400,
+          "sandbox_timeout_invalid",
+          `the timeout cannot be extended beyond ${max} ms on the ${ctx.plan} plan`,
+        ),
+      );
     }
     ctx.fleet.extend(session, duration);
     return { status: 200, body: { session: session.toJSON() } };
