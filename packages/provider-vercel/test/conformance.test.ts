@@ -5,6 +5,7 @@
  * ports are fetched through the emulator's routes stand-in, and the secrets and deadline cases use the
  * emulator's fault injection.
  */
+import { networkInterfaces } from "node:os";
 import { runConformance } from "@sbox/conformance/vitest";
 import { kitFaultHook } from "@sbox/emulators";
 import { afterAll } from "vitest";
@@ -26,6 +27,12 @@ const remote = {
   plantedCredential: TEST_TOKEN,
 };
 const label = `vercel (emulator on ${emulator.backend})`;
+// provider-local's sandboxes reach the host through their user-mode network, which keeps the host's
+// loopback out of reach: the kit's test server is found at the host's own addresses instead.
+const hostAddresses = Object.values(networkInterfaces())
+  .flat()
+  .filter((a) => a !== undefined && a.family === "IPv4" && !a.internal)
+  .map((a) => a!.address);
 
-runConformance({ provider, providerWithOptions, remote, label });
-runConformance({ provider, providerWithOptions, remote, primitivesOnly: true, label });
+runConformance({ provider, providerWithOptions, remote, label, hostAddresses });
+runConformance({ provider, providerWithOptions, remote, primitivesOnly: true, label, hostAddresses });

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { AnyCapabilities, Sandbox, SandboxSpec } from "@sbox/core";
+import { SandboxError } from "@sbox/core/spec";
 import type { EmulatorBackend } from "../backend.js";
 import type { EmulatorClock, EmulatorTimer } from "../clock.js";
 import type { VercelCommand } from "./vercel-commands.js";
@@ -301,6 +302,12 @@ export class VercelFleet {
       machine = await this.options.backend.create(spec);
     } catch (error) {
       session.status = "failed";
+      // What the backend refuses to enforce (an allow-list on provider-local) is the request's problem.
+      if (SandboxError.isInstance(error) && (error.code === "Validation" || error.code === "NotSupported")) {
+        throw new VercelApiError(
+          apiError(400, "bad_request", `the session cannot be created: ${error.message}`),
+        );
+      }
       throw new VercelApiError(
         apiError(
           500,

@@ -408,7 +408,14 @@ async function applyNetworkPolicy(session: VercelSession, body: Json): Promise<v
   if (!network) {
     if (egress !== "allow-all") bad("network policies need a backend with egress control");
   } else {
-    await network.setEgress(egress);
+    try {
+      await network.setEgress(egress);
+    } catch (error) {
+      if (SandboxError.isInstance(error) && (error.code === "Validation" || error.code === "NotSupported")) {
+        bad(`the network policy cannot be enforced: ${error.message}`);
+      }
+      throw error;
+    }
   }
   session.networkPolicy = policy;
   session.config.networkPolicy = policy;
