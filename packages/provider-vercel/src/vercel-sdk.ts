@@ -38,15 +38,34 @@ export class VercelDeadlineError extends Error {
   }
 }
 
-/** Routes whose answer legitimately stays open while a command runs: NDJSON logs and waits. */
-function isStreamingRoute(url: URL, method: string): boolean {
-  if (/\/cmd\/[^/]+\/logs$/.test(url.pathname)) return true;
-  if (/\/cmd\/[^/]+$/.test(url.pathname) && url.searchParams.get("wait") === "true") return true;
-  return method === "POST" && /\/cmd$/.test(url.pathname);
-}
-
 /** A day: the bound of a streaming route, whose command's own timeout (or the caller's signal) ends it first. */
 const STREAM_TIMEOUT_MS = 24 * 3600_000;
+
+function bodySize(body: RequestInit["body"]): number {
+  if (typeof body === "string") return Buffer.byteLength(body);
+  if (body instanceof Uint8Array || body instanceof ArrayBuffer) return body.byteLength;
+  return 0;
+}
+
+/**
+ * The deadline of one request: the provider's, except where the answer legitimately takes longer — NDJSON
+ * log streams and waits stay open while a command runs (a day: the command's own timeout or the caller's
+ * signal ends them first), and a file upload gets a second more per MiB it carries.
+ */
+function deadlineOf(url: URL, init: RequestInit, requestTimeoutMs: number): number {
+  const method = (init.method ?? "GET").toUpperCase();
+  if (/\/cmd\/[^/]+\/logs$/.test(url.pathname)) return STREAM_TIMEOUT_MS;
+  if (/\/cmd\/[^/]+$/.test(url.pathname) && url.searchParams.get("wait") === "true") return STREAM_TIMEOUT_MS;
+  if (
+    method === "POST" &&
+    /\/cmd$/.test(url.pathname) &&
+    typeof init.body === "string" &&
+    /"wait":true/.test(init.body)
+  ) {
+    return STREAM_TIMEOUT_MS;
+  }
+  return requestTimeoutMs + Math.ceil(bodySize(init.body) / (1 << 20)) * 1000;
+}
 
 const fetches = new WeakMap<ResolvedVercelOptions, typeof globalThis.fetch>();
 
@@ -73,9 +92,8 @@ export function sdkFetch(options: ResolvedVercelOptions): typeof globalThis.fetc
         : href;
     const { dispatcher: _dropped, ...rest } = init ?? {};
     const url = new URL(target);
-    const method = (rest.method ?? "GET").toUpperCase();
     try {
-      return await send(url, rest, isStreamingRoute(url, method) ? { timeoutMs: STREAM_TIMEOUT_MS } : {});
+      return await send(url, rest, { timeoutMs: deadlineOf(url, rest, options.requestTimeoutMs) });
     } catch (error) {
       if (SandboxError.isInstance(error) && error.code === "Timeout") throw new VercelDeadlineError(error);
       throw error;
