@@ -1,7 +1,12 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { index: "src/index.ts", "e2b/index": "src/e2b/index.ts", "fly/index": "src/fly/index.ts", "vercel/index": "src/vercel/index.ts" },
+  entry: {
+    index: "src/index.ts",
+    "e2b/index": "src/e2b/index.ts",
+    "fly/index": "src/fly/index.ts",
+    "vercel/index": "src/vercel/index.ts",
+  },
   format: ["esm"],
   dts: true,
   clean: true,
