@@ -6,6 +6,7 @@ export default defineConfig({
     "e2b/index": "src/e2b/index.ts",
     "fly/index": "src/fly/index.ts",
     "kubernetes/index": "src/kubernetes/index.ts",
+    "vercel/index": "src/vercel/index.ts",
   },
   format: ["esm", "cjs"],
   dts: true,

@@ -71,4 +71,14 @@ export const EMULATORS: Readonly<Record<string, EmulatorVendor>> = {
       };
     },
   },
+  vercel: {
+    description:
+      "Vercel Sandbox: sandboxes, sessions, commands with NDJSON logs, files, snapshots and port routes",
+    client:
+      "@vercel/sandbox (through a fetch that rewrites https://vercel.com/api) and @sbox/provider-vercel",
+    async start(options) {
+      const { startVercelEmulator } = await import("./vercel/vercel-emulator.js");
+      return startVercelEmulator(options);
+    },
+  },
 };

@@ -63,6 +63,29 @@ export const KNOWN_PROVIDERS: readonly KnownProvider[] = [
       { name: "FLY_APP", required: true, description: "the Fly app that holds the machines" },
     ],
   },
+  {
+    name: "vercel",
+    packageName: "@sbox/provider-vercel",
+    factoryExport: "vercel",
+    env: [
+      {
+        name: "VERCEL_TOKEN",
+        required: false,
+        description: "access token (with VERCEL_TEAM_ID and VERCEL_PROJECT_ID)",
+      },
+      { name: "VERCEL_TEAM_ID", required: false, description: "team of the sandboxes, with VERCEL_TOKEN" },
+      {
+        name: "VERCEL_PROJECT_ID",
+        required: false,
+        description: "project of the sandboxes, with VERCEL_TOKEN",
+      },
+      {
+        name: "VERCEL_OIDC_TOKEN",
+        required: false,
+        description: "OIDC token from `vercel env pull` (instead of a token)",
+      },
+    ],
+  },
 ];
 
 /** The provider used when neither `--provider` nor `SBOX_PROVIDER` says otherwise. */

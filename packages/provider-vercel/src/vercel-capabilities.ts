@@ -1,0 +1,81 @@
+import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
+
+/**
+ * What `@vercel/sandbox` does natively, as proven against the emulator of `@sbox/emulators/vercel`:
+ *
+ * - `streaming` is native: commands start detached and their output is followed through the NDJSON logs
+ *   stream (no HTTP request lasts as long as the command); `background`, `killProcess`, `stdin` (Vercel's
+ *   commands have none) and `filesWatch` are emulated by the core over it (E3-E6), as are the file
+ *   operations the API lacks (list, stat, remove, rename) and `metrics` (E8). `filesUpload` is emulated
+ *   too: the SDK's `writeFiles` takes whole buffers, not streams.
+ * - `stop` is native: the session ends and `resume` starts a new one; a persistent sandbox (the provider's
+ *   default) keeps its files.
+ * - `setTimeout` is native within Vercel's rule: a session's timeout can be extended, not shortened.
+ * - `exposePort` is native for the ports declared at create (Vercel's routes); `egressControl` through the
+ *   network policy.
+ * - `snapshot` is unsupported: a Vercel snapshot stops the sandbox and seeds new ones; nothing restores a
+ *   running sandbox in place, which `snapshots.restore()` promises. `fork` is unsupported: Vercel forks
+ *   from the source's last snapshot, not from its live state.
+ * - `pause`, `pty` (the interactive shell needs Vercel's WebSocket relay), `privatePreview`, `ssh`,
+ *   `proxiedFetch`, `volumes` (drives), `gpu`, `region`, `secretsVault`, `codeInterpreter` are not offered
+ *   by this provider.
+ */
+export const vercelCapabilities = {
+  list: "native",
+  stop: "native",
+  pause: "unsupported",
+  setTimeout: "native",
+  streaming: "native",
+  background: "emulated",
+  killProcess: "emulated",
+  stdin: "emulated",
+  pty: "unsupported",
+  filesWatch: "emulated",
+  filesUpload: "emulated",
+  codeInterpreter: "unsupported",
+  statefulKernel: "unsupported",
+  exposePort: "native",
+  privatePreview: "unsupported",
+  egressControl: "native",
+  ssh: "unsupported",
+  proxiedFetch: "unsupported",
+  snapshot: "unsupported",
+  fork: "unsupported",
+  volumes: "unsupported",
+  gpu: "unsupported",
+  region: "unsupported",
+  secretsVault: "unsupported",
+  metrics: "emulated",
+} as const;
+
+/** The Vercel provider's capability map type. */
+export type VercelCapabilities = typeof vercelCapabilities;
+
+/**
+ * Behaviour flags. Commands take cwd and env and report exit codes; Vercel stops a session when its
+ * timeout runs out (`nativeExpiry`); ports are routed only when declared at create (`declaredPorts`).
+ * Files survive stop only in persistent sandboxes.
+ */
+export function vercelFlags(persistent: boolean): CapabilityFlags {
+  return {
+    perCommandEnvCwd: true,
+    exitCodeNative: true,
+    preservesDiskOnStop: persistent,
+    preservesMemoryOnPause: false,
+    previewModel: "declaredPorts",
+    nativeExpiry: true,
+    snapshotFilesystemOnly: true,
+  };
+}
+
+/** Spec fields honoured at create. Memory follows vCPUs on Vercel (2 GB each), so only `resources.vcpus`. */
+export const vercelHonours: readonly SpecField[] = [
+  "template",
+  "name",
+  "env",
+  "metadata",
+  "ttlMs",
+  "resources.vcpus",
+  "ports",
+  "network",
+];

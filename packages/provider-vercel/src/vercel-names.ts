@@ -1,0 +1,2 @@
+/** The provider name, as used in ids and errors. */
+export const VERCEL_PROVIDER_NAME = "vercel";
