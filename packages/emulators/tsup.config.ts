@@ -1,7 +1,10 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { index: "src/index.ts", "e2b/index": "src/e2b/index.ts", "fly/index": "src/fly/index.ts",
+  entry: {
+    index: "src/index.ts",
+    "e2b/index": "src/e2b/index.ts",
+    "fly/index": "src/fly/index.ts",
     "daytona/index": "src/daytona/index.ts",
   },
   format: ["esm"],

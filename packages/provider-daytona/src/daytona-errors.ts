@@ -62,7 +62,11 @@ export function mapDaytonaError(error: unknown, context: ProviderErrorContext): 
     });
   }
   if (name === "DaytonaConnectionError") {
-    return new SandboxError("Provider", message, { provider: DAYTONA_PROVIDER_NAME, retryable: true, cause: error });
+    return new SandboxError("Provider", message, {
+      provider: DAYTONA_PROVIDER_NAME,
+      retryable: true,
+      cause: error,
+    });
   }
   return undefined;
 }

@@ -151,7 +151,9 @@ export function daytonaLifecycle(options: ResolvedDaytonaOptions) {
       const client = await daytonaClient(options);
       const sandbox = await call(client.get(id), signal, "connect");
       if (sandboxStateOf(sandbox.state) === "destroyed") {
-        throw new SandboxError("NotFound", `daytona: sandbox ${id} was destroyed`, { provider: DAYTONA_PROVIDER_NAME });
+        throw new SandboxError("NotFound", `daytona: sandbox ${id} was destroyed`, {
+          provider: DAYTONA_PROVIDER_NAME,
+        });
       }
       return handleOf(sandbox);
     },
@@ -170,7 +172,8 @@ export function daytonaLifecycle(options: ResolvedDaytonaOptions) {
       try {
         await call(handle.native.refreshData(), signal, "getInfo");
       } catch (error) {
-        if (isDaytonaNotFound(error)) return { id: handle.id, state: "destroyed", metadata: metadataOf(handle.native.labels) };
+        if (isDaytonaNotFound(error))
+          return { id: handle.id, state: "destroyed", metadata: metadataOf(handle.native.labels) };
         throw error;
       }
       return infoOf(handle.native);

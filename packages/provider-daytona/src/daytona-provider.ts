@@ -1,5 +1,10 @@
 import { defineProvider, type SandboxProvider } from "@sbox/core/spec";
-import { type DaytonaCapabilities, daytonaCapabilities, daytonaFlags, daytonaHonours } from "./daytona-capabilities.js";
+import {
+  type DaytonaCapabilities,
+  daytonaCapabilities,
+  daytonaFlags,
+  daytonaHonours,
+} from "./daytona-capabilities.js";
 import { mapDaytonaError } from "./daytona-errors.js";
 import { daytonaExec } from "./daytona-exec.js";
 import { type DaytonaHandle, daytonaLifecycle } from "./daytona-lifecycle.js";

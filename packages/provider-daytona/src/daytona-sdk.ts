@@ -36,11 +36,9 @@ export function daytonaClient(options: ResolvedDaytonaOptions): Promise<DaytonaC
   if (!client) {
     client = (async () => {
       if (!options.apiKey) {
-        throw new SandboxError(
-          "Unauthorized",
-          "daytona: no API key: pass apiKey or set DAYTONA_API_KEY",
-          { provider: DAYTONA_PROVIDER_NAME },
-        );
+        throw new SandboxError("Unauthorized", "daytona: no API key: pass apiKey or set DAYTONA_API_KEY", {
+          provider: DAYTONA_PROVIDER_NAME,
+        });
       }
       const { Daytona } = await loadSdk();
       const config: ConstructorParameters<typeof Daytona>[0] = {
@@ -78,7 +76,11 @@ export function bounded<T>(work: Promise<T>, signal: AbortSignal, ms: number, wh
     };
     const timer = setTimeout(() => {
       cleanup();
-      reject(new SandboxError("Timeout", `daytona: ${what} got no answer within ${ms} ms`, { provider: DAYTONA_PROVIDER_NAME }));
+      reject(
+        new SandboxError("Timeout", `daytona: ${what} got no answer within ${ms} ms`, {
+          provider: DAYTONA_PROVIDER_NAME,
+        }),
+      );
     }, ms);
     const cleanup = () => {
       clearTimeout(timer);

@@ -2,7 +2,11 @@
  * Shared set-up of the tests: the Daytona emulator of `@sbox/emulators` (every sandbox a real sandbox of
  * the backend) and providers pointed at it.
  */
-import { type DaytonaEmulator, type DaytonaEmulatorOptions, startDaytonaEmulator } from "@sbox/emulators/daytona";
+import {
+  type DaytonaEmulator,
+  type DaytonaEmulatorOptions,
+  startDaytonaEmulator,
+} from "@sbox/emulators/daytona";
 import { type DaytonaProvider, type DaytonaProviderOptions, daytona } from "../src/index.js";
 
 /** The API key the emulator accepts in these tests (not a real key). */
@@ -19,6 +23,9 @@ export function testEmulatorOptions(options: DaytonaEmulatorOptions = {}): Dayto
 }
 
 /** A provider talking to `emulator` with the test key; `options` win. */
-export function testProvider(emulator: DaytonaEmulator, options: DaytonaProviderOptions = {}): DaytonaProvider {
+export function testProvider(
+  emulator: DaytonaEmulator,
+  options: DaytonaProviderOptions = {},
+): DaytonaProvider {
   return daytona({ apiKey: TEST_API_KEY, apiUrl: emulator.url, target: "us", ...options });
 }

@@ -33,6 +33,11 @@ export interface DaytonaEmulatorOptions {
   port?: number | undefined;
   /** Address to listen on (default `127.0.0.1`). */
   host?: string | undefined;
+  /**
+   * The origin clients reach the emulator at, when that is not where it listens (behind a proxy or a port
+   * mapping): sandboxes' `toolboxProxyUrl` and preview URLs are built on it. Default: the listening URL.
+   */
+  publicUrl?: string | undefined;
   /** The API key the emulator accepts (default: a fresh `dtn_…` key); any other gets 401. */
   apiKey?: string | undefined;
   /** The region (`target`) reported for every sandbox (default `us`). */
@@ -105,7 +110,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     await backend.close().catch(() => undefined);
     throw error;
   }
-  base = server.url.replace(/\/+$/, "");
+  base = (options.publicUrl ?? server.url).replace(/\/+$/, "");
   const url = `${base}/api`;
   let closing: Promise<void> | undefined;
   return {

@@ -131,7 +131,7 @@ export class DaytonaFleet {
     return record;
   }
 
-  /** Creates a sandbox and starts it on the backend; answers once it is `started` (or `error`). */
+  /** Creates a sandbox (`creating`) and boots it on the backend in the background. */
   async create(input: DaytonaCreateInput): Promise<DaytonaSandboxRecord> {
     if (input.snapshot !== undefined && !this.options.snapshots.includes(input.snapshot)) {
       throw new DaytonaApiError(400, `Snapshot ${input.snapshot} not found`);
@@ -171,16 +171,26 @@ export class DaytonaFleet {
       queue: Promise.resolve(),
     };
     this.sandboxes.set(id, record);
-    try {
-      record.sandbox = await this.options.backend.create({
-        env: record.env,
-        metadata: { "daytona-sandbox": id },
-      });
-      this.setState(record, "started");
-    } catch (error) {
-      record.errorReason = error instanceof Error ? error.message : String(error);
-      this.setState(record, "error");
-    }
+    // As Daytona does, the answer comes at once (`creating`); the sandbox boots in the background and
+    // clients poll until it is `started` (or `error`).
+    void this.serial(record, async () => {
+      try {
+        const sandbox = await this.options.backend.create({
+          env: record.env,
+          metadata: { "daytona-sandbox": id },
+        });
+        if (record.state !== "creating") {
+          // Deleted while it was booting.
+          await this.options.backend.release(sandbox).catch(() => undefined);
+          return;
+        }
+        record.sandbox = sandbox;
+        this.setState(record, "started");
+      } catch (error) {
+        record.errorReason = error instanceof Error ? error.message : String(error);
+        this.setState(record, "error");
+      }
+    });
     return record;
   }
 

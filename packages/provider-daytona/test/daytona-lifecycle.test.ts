@@ -1,0 +1,123 @@
+/**
+ * What the issue's acceptance asks of the adapter, checked on the Daytona emulator's own records: a ttl
+ * reaches Daytona as its ttl, auto-stop and auto-delete intervals; destroy is idempotent; a create whose
+ * answer is lost after the sandbox exists leaves no sandbox behind once `client.reap()` has run; options
+ * and spec fields Daytona cannot take are refused before any request.
+ */
+import { createSandboxClient } from "@sbox/core";
+import { startDaytonaEmulator } from "@sbox/emulators/daytona";
+import { afterAll, describe, expect, test } from "vitest";
+import { daytona, intervalsFor } from "../src/index.js";
+import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./daytona-test-env.js";
+
+const emulator = await startDaytonaEmulator(testEmulatorOptions());
+afterAll(() => emulator.close());
+
+const live = () => emulator.sandboxIds().filter((id) => emulator.sandboxRecord(id)?.state !== "destroyed");
+
+describe("ttl", () => {
+  test("a ttl given at create reaches Daytona as ttlMinutes, autoStopInterval and autoDeleteInterval", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create({ ttlMs: 150_000, metadata: { suite: "ttl" } });
+    try {
+      const record = emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""));
+      expect(record?.createRequest).toMatchObject({
+        ttlMinutes: 3,
+        autoStopInterval: 3,
+        autoDeleteInterval: 0,
+      });
+      expect(record).toMatchObject({ ttlMinutes: 3, autoStopInterval: 3, autoDeleteInterval: 0 });
+      const info = await sandbox.getInfo();
+      expect(info.metadata).toEqual({ suite: "ttl" });
+      const left = (info.expiresAt?.getTime() ?? 0) - Date.now();
+      expect(left).toBeGreaterThan(100_000);
+      expect(left).toBeLessThanOrEqual(150_000);
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+
+  test("without a ttl only the configured intervals are sent", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator, { autoStopMinutes: 7 }) });
+    const sandbox = await client.create();
+    try {
+      const record = emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""));
+      expect(record?.createRequest).toMatchObject({ autoStopInterval: 7 });
+      expect(record?.createRequest).not.toHaveProperty("ttlMinutes");
+      expect(record?.createRequest).not.toHaveProperty("autoDeleteInterval");
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+
+  test("minutes are whole and at least one; the delete-after-stop delay is an option", () => {
+    const options = {
+      autoStopMinutes: undefined,
+      autoArchiveMinutes: undefined,
+      autoDeleteMinutes: undefined,
+    };
+    expect(intervalsFor(1, { ...options, expiredDeleteAfterMinutes: 0 } as never)).toEqual({
+      ttlMinutes: 1,
+      autoStopInterval: 1,
+      autoDeleteInterval: 0,
+    });
+    expect(intervalsFor(60_001, { ...options, expiredDeleteAfterMinutes: 30 } as never)).toEqual({
+      ttlMinutes: 2,
+      autoStopInterval: 2,
+      autoDeleteInterval: 30,
+    });
+  });
+});
+
+describe("destroy", () => {
+  test("destroy is idempotent: a second destroy, and one from another client, succeed", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    const again = await createSandboxClient({ provider: testProvider(emulator) }).connect(sandbox.id);
+    await sandbox.destroy();
+    await sandbox.destroy();
+    await again.destroy();
+    expect((await sandbox.getInfo()).state).toBe("destroyed");
+    await expect(client.connect(sandbox.id)).rejects.toMatchObject({ code: "NotFound" });
+  });
+});
+
+describe("interrupted create", () => {
+  test("a create whose answer is lost after the sandbox exists leaves nothing once reap() ran", async () => {
+    const before = new Set(emulator.sandboxIds());
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    emulator.faults.add({ match: "POST /api/sandbox", kind: "error", status: 502, phase: "after", times: 1 });
+    await expect(client.create({ ttlMs: 60_000 })).rejects.toMatchObject({ provider: "daytona" });
+    // The emulator did make a sandbox for that request...
+    const made = emulator.log.filter((e) => e.route === "POST /sandbox" && e.fault === "error");
+    expect(made).toHaveLength(1);
+    await client.reap();
+    // ...and nothing of it is left.
+    const leftover = live().filter((id) => !before.has(id));
+    expect(leftover).toEqual([]);
+    const created = emulator.sandboxIds().filter((id) => !before.has(id));
+    expect(created.length).toBe(1);
+    expect(emulator.sandboxRecord(created[0]!)?.state).toBe("destroyed");
+  });
+});
+
+describe("options", () => {
+  test("unknown options and bad values are Validation errors that never show the key", () => {
+    expect(() => daytona({ apiKey: TEST_API_KEY, bogus: 1 } as never)).toThrow(/bogus/);
+    expect(() => daytona({ apiKey: TEST_API_KEY, autoStopMinutes: 1.5 })).toThrow(/autoStopMinutes/);
+    try {
+      daytona({ apiKey: TEST_API_KEY, requestTimeoutMs: -1 });
+    } catch (error) {
+      expect(String(error)).not.toContain(TEST_API_KEY);
+      expect(error).toMatchObject({ code: "Validation" });
+    }
+  });
+
+  test("a spec field Daytona cannot take is refused before any request", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const requests = emulator.log.length;
+    await expect(client.create({ ports: [8080] })).rejects.toMatchObject({ code: "Validation" });
+    await expect(client.create({ region: "eu" })).rejects.toMatchObject({ code: "Validation" });
+    expect(emulator.log.length).toBe(requests);
+  });
+});
