@@ -33,6 +33,17 @@ const API_KEY = "dtn_fidelity_0123456789abcdef0123456789abcdef";
 
 type Json = Record<string, unknown>;
 
+/** Headers the recording proxy does not pass on (they describe one connection, not the request). */
+const HOP_BY_HOP = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "content-length",
+  "upgrade",
+  "expect",
+]);
+
 interface Exchange {
   readonly method: string;
   readonly url: URL;
@@ -126,18 +137,15 @@ describeFidelity(
         req.on("data", (chunk: Buffer) => chunks.push(chunk));
         req.on("end", async () => {
           const requestBody = Buffer.concat(chunks);
-          const target = new URL(req.url ?? "/", emulator.url);
+          const target = new URL(req.url ?? "/", emulator.listenUrl);
           const headers = new Headers();
           for (const [name, value] of Object.entries(req.headers)) {
-            if (typeof value === "string" && name !== "host" && name !== "content-length")
-              headers.set(name, value);
+            if (typeof value === "string" && !HOP_BY_HOP.has(name)) headers.set(name, value);
           }
           try {
-            const answer = await fetch(target, {
-              method: req.method ?? "GET",
-              headers,
-              body: requestBody.byteLength > 0 ? requestBody : undefined,
-            });
+            const init: RequestInit = { method: req.method ?? "GET", headers };
+            if (requestBody.byteLength > 0) init.body = requestBody;
+            const answer = await fetch(target, init);
             const responseBody = Buffer.from(await answer.arrayBuffer());
             exchanges.push({
               method: req.method ?? "GET",
@@ -152,7 +160,7 @@ describeFidelity(
             res.writeHead(answer.status, type ? { "content-type": type } : {});
             res.end(responseBody);
           } catch (error) {
-            res.writeHead(502).end(String(error));
+            res.writeHead(502).end(`${String(error)} (${String((error as { cause?: unknown }).cause)})`);
           }
         });
       });

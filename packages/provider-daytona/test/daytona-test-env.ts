@@ -2,11 +2,7 @@
  * Shared set-up of the tests: the Daytona emulator of `@sbox/emulators` (every sandbox a real sandbox of
  * the backend) and providers pointed at it.
  */
-import {
-  type DaytonaEmulator,
-  type DaytonaEmulatorOptions,
-  startDaytonaEmulator,
-} from "@sbox/emulators/daytona";
+import type { DaytonaEmulator, DaytonaEmulatorOptions } from "@sbox/emulators/daytona";
 import { type DaytonaProvider, type DaytonaProviderOptions, daytona } from "../src/index.js";
 
 /** The API key the emulator accepts in these tests (not a real key). */

@@ -239,14 +239,15 @@ export async function serveDaytonaControlPlane(
     if (rest === "" && method === "DELETE") {
       route("");
       const record = context.fleet.find(idOrName);
-      await context.fleet.delete(record);
+      // Daytona answers at once (`destroying`); the SDK polls when it wants to see `destroyed`.
+      context.fleet.delete(record).catch(() => undefined);
       return send(sandboxDto(context, record));
     }
     if (method === "POST" && (rest === "start" || rest === "stop" || rest === "archive")) {
       route(rest);
       req.resume();
       const record = context.fleet.find(idOrName);
-      await context.fleet[rest](record);
+      context.fleet[rest](record).catch(() => undefined);
       return send(sandboxDto(context, record));
     }
     const intervalMatch = /^(autostop|autoarchive|autodelete|ttl)\/(-?\d+)$/.exec(rest);

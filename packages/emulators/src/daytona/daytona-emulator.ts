@@ -52,6 +52,8 @@ export interface DaytonaEmulatorOptions {
 export interface DaytonaEmulator {
   /** The control plane's base URL (`DAYTONA_API_URL`, ending in `/api`). */
   readonly url: string;
+  /** Where the emulator listens (differs from `url`'s origin when `publicUrl` is set). */
+  readonly listenUrl: string;
   /** The accepted API key. */
   readonly apiKey: string;
   /** Exactly the variables `@daytonaio/sdk` reads. */
@@ -115,6 +117,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   let closing: Promise<void> | undefined;
   return {
     url,
+    listenUrl: server.url.replace(/\/+$/, ""),
     apiKey,
     env: { DAYTONA_API_URL: url, DAYTONA_API_KEY: apiKey, DAYTONA_TARGET: control.target },
     backend: backend.name,

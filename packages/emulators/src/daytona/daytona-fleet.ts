@@ -201,27 +201,32 @@ export class DaytonaFleet {
     return next;
   }
 
-  /** Starts a stopped or archived sandbox (started: nothing to do). */
+  /**
+   * Starts a stopped or archived sandbox. As Daytona does, the state changes at once (`starting`) and the
+   * work goes on in the background: the returned promise ends with it; callers poll the state.
+   */
   start(record: DaytonaSandboxRecord): Promise<void> {
+    if (record.state === "started" || record.state === "starting") return record.queue.then(() => undefined);
+    if (record.state !== "stopped" && record.state !== "archived" && record.state !== "error") {
+      throw new DaytonaApiError(400, `Sandbox is not in a state that can be started (${record.state})`);
+    }
+    this.setState(record, "starting");
     return this.serial(record, async () => {
-      if (record.state === "started") return;
-      if (record.state !== "stopped" && record.state !== "archived" && record.state !== "error") {
-        throw new DaytonaApiError(400, `Sandbox is not in a state that can be started (${record.state})`);
-      }
-      this.setState(record, "starting");
+      if (record.state !== "starting") return;
       await record.sandbox?.resume();
       this.setState(record, "started");
     });
   }
 
-  /** Stops a started sandbox: its processes end, its files stay. */
+  /** Stops a started sandbox (`stopping` at once, `stopped` when done): its processes end, its files stay. */
   stop(record: DaytonaSandboxRecord): Promise<void> {
+    if (record.state === "stopped" || record.state === "stopping") return record.queue.then(() => undefined);
+    if (record.state !== "started") {
+      throw new DaytonaApiError(400, `Sandbox is not started (${record.state})`);
+    }
+    this.setState(record, "stopping");
     return this.serial(record, async () => {
-      if (record.state === "stopped") return;
-      if (record.state !== "started") {
-        throw new DaytonaApiError(400, `Sandbox is not started (${record.state})`);
-      }
-      this.setState(record, "stopping");
+      if (record.state !== "stopping") return;
       await record.sandbox?.stop();
       this.setState(record, "stopped");
     });
@@ -229,21 +234,26 @@ export class DaytonaFleet {
 
   /** Archives a stopped sandbox (its files stay; Daytona moves them to object storage). */
   archive(record: DaytonaSandboxRecord): Promise<void> {
+    if (record.state === "archived" || record.state === "archiving")
+      return record.queue.then(() => undefined);
+    if (record.state !== "stopped") {
+      throw new DaytonaApiError(400, `Sandbox must be stopped before it can be archived (${record.state})`);
+    }
+    this.setState(record, "archiving");
     return this.serial(record, async () => {
-      if (record.state === "archived") return;
-      if (record.state !== "stopped") {
-        throw new DaytonaApiError(400, `Sandbox must be stopped before it can be archived (${record.state})`);
-      }
-      this.setState(record, "archiving");
-      this.setState(record, "archived");
+      if (record.state === "archiving") this.setState(record, "archived");
     });
   }
 
-  /** Destroys a sandbox; it lingers as `destroyed` for a while, then is forgotten. */
+  /**
+   * Destroys a sandbox: `destroying` at once, whatever it was doing (a boot in progress ends in a release),
+   * `destroyed` once the backend sandbox is gone. It lingers as `destroyed` for a while, then is forgotten.
+   */
   delete(record: DaytonaSandboxRecord): Promise<void> {
+    if (record.state === "destroyed" || record.state === "destroying")
+      return record.queue.then(() => undefined);
+    this.setState(record, "destroying");
     return this.serial(record, async () => {
-      if (record.state === "destroyed") return;
-      this.setState(record, "destroying");
       const sandbox = record.sandbox;
       record.sandbox = undefined;
       if (sandbox) await this.options.backend.release(sandbox).catch(() => undefined);
@@ -287,7 +297,15 @@ export class DaytonaFleet {
     const clock = this.options.clock;
     const minutes = (n: number) => n * 60_000;
     const later = (ms: number, work: () => Promise<void>) =>
-      record.timers.push(clock.setTimer(() => void work().catch(() => undefined), Math.max(0, ms)));
+      record.timers.push(
+        clock.setTimer(
+          () =>
+            void Promise.resolve()
+              .then(work)
+              .catch(() => undefined),
+          Math.max(0, ms),
+        ),
+      );
     if (record.ttlMinutes > 0) {
       later(record.createdAt.getTime() + minutes(record.ttlMinutes) - clock.now(), () => this.delete(record));
     }
@@ -311,7 +329,12 @@ export class DaytonaFleet {
 
   /** Destroys every sandbox (the emulator closes). */
   async close(): Promise<void> {
-    await Promise.allSettled([...this.sandboxes.values()].map((record) => this.delete(record)));
+    await Promise.allSettled(
+      [...this.sandboxes.values()].map(async (record) => {
+        await this.delete(record);
+        await record.queue;
+      }),
+    );
     for (const record of this.sandboxes.values()) for (const timer of record.timers) timer.cancel();
     this.sandboxes.clear();
   }
