@@ -58,6 +58,15 @@ export function infoOf(sandbox: DaytonaSdkSandbox): DriverSandboxInfo {
   };
 }
 
+/** The SDK's own wait for `started` ran out (the service answered; the sandbox is still booting). */
+function isSlowBoot(error: unknown): boolean {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { name?: unknown }).name === "DaytonaTimeoutError"
+  );
+}
+
 /** Whole GiB of at least `mb` MB (Daytona sizes memory and disk in GiB). */
 function gib(mb: number | undefined): number | undefined {
   return mb === undefined ? undefined : Math.max(1, Math.ceil(mb / 1024));
@@ -81,6 +90,14 @@ export function daytonaLifecycle(options: ResolvedDaytonaOptions) {
       if (next.done) return;
       yield next.value;
     }
+  }
+
+  /** The first sandbox carrying a create's token, if the service answers within the request deadline. */
+  async function firstByToken(token: string, signal: AbortSignal): Promise<DaytonaSdkSandbox | undefined> {
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(options.requestTimeoutMs)]);
+    for await (const sandbox of listByLabels({ [DAYTONA_CREATE_TOKEN_LABEL]: token }, deadline))
+      return sandbox;
+    return undefined;
   }
 
   /** Deletes every sandbox a lost create answer left behind (found by the create's token). */
@@ -132,17 +149,37 @@ export function daytonaLifecycle(options: ResolvedDaytonaOptions) {
         }
         (params as { resources?: typeof resources }).resources = resources;
       }
+      const started = Date.now();
       try {
+        // The SDK's timeout bounds the create request and its own wait for `started`: the request deadline,
+        // so a silent service is a Timeout on time. A boot slower than that is waited out below.
         const sandbox = await bounded(
-          client.create(params, { timeout: Math.ceil(options.startTimeoutMs / 1000) }),
+          client.create(params, { timeout: Math.max(1, Math.ceil(options.requestTimeoutMs / 1000)) }),
           signal,
-          options.startTimeoutMs + options.requestTimeoutMs,
+          2 * options.requestTimeoutMs + 1_000,
           "create",
         );
         return handleOf(sandbox);
       } catch (error) {
-        // The service may have made the sandbox although its answer never arrived: never leave it behind.
-        await removeOrphans(token).catch(() => undefined);
+        // The sandbox may exist although the answer was lost, or still be booting: find it by its token.
+        const made = await firstByToken(token, signal).catch(() => undefined);
+        if (made && isSlowBoot(error) && sandboxStateOf(made.state) === "starting") {
+          try {
+            const left = Math.max(1_000, options.startTimeoutMs - (Date.now() - started));
+            await bounded(
+              made.waitUntilStarted(Math.ceil(left / 1000)),
+              signal,
+              left + options.requestTimeoutMs,
+              "create",
+            );
+            return handleOf(made);
+          } catch (waitError) {
+            await removeOrphans(token).catch(() => undefined);
+            throw waitError;
+          }
+        }
+        // Never leave behind a sandbox the caller was not given.
+        if (made) await removeOrphans(token).catch(() => undefined);
         throw error;
       }
     },

@@ -7,6 +7,7 @@ import {
 } from "./daytona-capabilities.js";
 import { mapDaytonaError } from "./daytona-errors.js";
 import { daytonaExec } from "./daytona-exec.js";
+import { readDaytonaFile, writeDaytonaFile } from "./daytona-files.js";
 import { type DaytonaHandle, daytonaLifecycle } from "./daytona-lifecycle.js";
 import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
 import { type DaytonaProviderOptions, resolveDaytonaOptions } from "./daytona-options.js";
@@ -43,6 +44,8 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     doDestroy: (s: DaytonaHandle, { signal }) => lifecycle.destroy(s, signal),
     doGetInfo: (s, { signal }) => lifecycle.getInfo(s, signal),
     doExec: (s, request) => daytonaExec(resolved, s, request),
+    doReadFile: (s, path, { signal }) => readDaytonaFile(resolved, s, path, signal),
+    doWriteFile: (s, path, data, { signal, mode }) => writeDaytonaFile(resolved, s, path, data, mode, signal),
     doList: (filter, { signal }) => lifecycle.list(filter, signal),
     doStop: (s, { signal }) => lifecycle.stop(s, signal),
     doResume: (s, { signal }) => lifecycle.resume(s, signal),

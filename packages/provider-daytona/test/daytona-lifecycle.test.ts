@@ -13,7 +13,11 @@ import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./daytona-test-
 const emulator = await startDaytonaEmulator(testEmulatorOptions());
 afterAll(() => emulator.close());
 
-const live = () => emulator.sandboxIds().filter((id) => emulator.sandboxRecord(id)?.state !== "destroyed");
+/** Sandboxes not destroyed nor on their way out (Daytona deletes in the background: `destroying`). */
+const live = () =>
+  emulator
+    .sandboxIds()
+    .filter((id) => !["destroyed", "destroying"].includes(emulator.sandboxRecord(id)?.state ?? ""));
 
 describe("ttl", () => {
   test("a ttl given at create reaches Daytona as ttlMinutes, autoStopInterval and autoDeleteInterval", async () => {
@@ -97,6 +101,10 @@ describe("interrupted create", () => {
     expect(leftover).toEqual([]);
     const created = emulator.sandboxIds().filter((id) => !before.has(id));
     expect(created.length).toBe(1);
+    const deadline = Date.now() + 60_000;
+    while (emulator.sandboxRecord(created[0]!)?.state !== "destroyed" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     expect(emulator.sandboxRecord(created[0]!)?.state).toBe("destroyed");
   });
 });
@@ -120,5 +128,36 @@ describe("options", () => {
     // The type already refuses it (region is unsupported); at run time too.
     await expect(client.create({ region: "eu" } as never)).rejects.toMatchObject({ code: "Validation" });
     expect(emulator.log.length).toBe(requests);
+  });
+});
+
+describe("files", () => {
+  test("whole files go through the toolbox's bulk routes: binary-exact, NotFound, a directory is Validation", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    try {
+      const bytes = new Uint8Array(3 * 1024 * 1024 + 7);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 8)) & 0xff;
+      const routes = () => emulator.log.map((entry) => entry.route);
+      const before = routes().length;
+      await sandbox.files.write("/tmp/sbox-daytona/nested/data.bin", bytes, { mode: 0o600 });
+      // Buffer.equals: a deep toEqual over 3 MiB would hold the event loop (and the emulator in it) for a minute.
+      const back = await sandbox.files.read("/tmp/sbox-daytona/nested/data.bin");
+      expect(Buffer.from(back).equals(Buffer.from(bytes))).toBe(true);
+      const used = routes().slice(before);
+      expect(used).toContain("toolbox POST /files/bulk-upload");
+      expect(used).toContain("toolbox POST /files/bulk-download");
+      expect(used).toContain("toolbox POST /files/permissions");
+      const listed = await sandbox.commands.run("stat -c %a /tmp/sbox-daytona/nested/data.bin");
+      expect(listed.stdout.trim()).toBe("600");
+      await expect(sandbox.files.read("/tmp/sbox-daytona/missing")).rejects.toMatchObject({
+        code: "NotFound",
+      });
+      await expect(sandbox.files.read("/tmp/sbox-daytona")).rejects.toMatchObject({ code: "Validation" });
+      await sandbox.files.write("/tmp/sbox-daytona/empty", new Uint8Array(0));
+      expect(await sandbox.files.read("/tmp/sbox-daytona/empty")).toEqual(new Uint8Array(0));
+    } finally {
+      await sandbox.destroy();
+    }
   });
 });

@@ -2,7 +2,7 @@
  * The Daytona toolbox routes `@daytonaio/sdk` calls inside one sandbox (Daytona's toolbox API description,
  * served under `/toolbox/<sandbox id>`): sessions (create, list, get, delete, exec — synchronous or
  * `runAsync` —, a command's status and its logs), `/process/execute`, `/work-dir`, `/user-home-dir` and
- * `/version`. Commands run in the sandbox's backend sandbox. A stopped sandbox's toolbox answers 400, as
+ * `/version`, and whole-file transfer (`daytona-files.ts`). Commands run in the sandbox's backend sandbox. A stopped sandbox's toolbox answers 400, as
  * Daytona's proxy does for a sandbox that is not started; every call counts as activity for auto-stop.
  *
  * Not modelled: a session here is a list of commands, each run by its own shell, so `cd` or `export` in
@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AnyCapabilities, ExecResult, Sandbox } from "@sbox/core";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
 import { daytonaErrorBody } from "./daytona-control-plane.js";
+import { bulkDownload, bulkUpload, setPermissions } from "./daytona-files.js";
 import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
 
 /** The toolbox daemon version the emulator reports. */
@@ -68,6 +69,8 @@ function commandDto(command: SessionCommand): Record<string, unknown> {
 }
 
 function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
+  // A sandbox on its way out is gone for its toolbox (Daytona's proxy finds no runner for it).
+  if (record.state === "destroying") throw new DaytonaApiError(404, `Sandbox with ID ${record.id} not found`);
   if (record.state !== "started" || !record.sandbox) {
     throw new DaytonaApiError(400, `Sandbox ${record.id} is not started (state: ${record.state})`);
   }
@@ -132,6 +135,21 @@ export async function serveDaytonaToolbox(
       route(path);
       const result = await sandbox.commands.run(path === "/work-dir" ? "pwd" : 'printf "%s\\n" "$HOME"');
       return send({ dir: result.stdout.trim() });
+    }
+    if (method === "POST" && path === "/files/bulk-upload") {
+      route("/files/bulk-upload");
+      return await bulkUpload(sandbox, req, res);
+    }
+    if (method === "POST" && path === "/files/bulk-download") {
+      route("/files/bulk-download");
+      const body = await readJsonObject(req);
+      if (!body) throw new DaytonaApiError(400, "the body must be a JSON object");
+      return await bulkDownload(sandbox, body, res);
+    }
+    if (method === "POST" && path === "/files/permissions") {
+      route("/files/permissions");
+      req.resume();
+      return await setPermissions(sandbox, url, res);
     }
     if (method === "POST" && path === "/process/execute") {
       route("/process/execute");
