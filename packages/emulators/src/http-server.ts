@@ -124,6 +124,11 @@ export interface HttpServerOptions {
   readonly faults?: FaultInjector | undefined;
   /** Shared log. */
   readonly log?: RequestLogEntry[] | undefined;
+  /**
+   * How long an idle keep-alive connection stays open (default 5 000 ms). A vendor whose edge keeps
+   * connections longer than clients do (so clients close first, never racing the server) sets more.
+   */
+  readonly keepAliveTimeoutMs?: number | undefined;
 }
 
 /** A listening server. */
@@ -323,7 +328,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   // Long streams (process output, /wait) must not be cut by Node's default request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, options.host, () => {

@@ -25,6 +25,9 @@ import { DaytonaSessions, serveDaytonaToolbox } from "./daytona-toolbox.js";
 /** The image the docker backend runs Daytona sandboxes from. */
 export const DAYTONA_DOCKER_DEFAULT_IMAGE = "sbox-debian:bookworm";
 
+/** How long the emulator keeps an idle connection open. */
+const DAYTONA_KEEP_ALIVE_MS = 65_000;
+
 /** Options of {@link startDaytonaEmulator}. */
 export interface DaytonaEmulatorOptions {
   /** Where sandboxes run: `"local"` (default), `"docker"`, `{ name, options }` or a `SandboxProvider`. */
@@ -103,6 +106,9 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       faults,
       log,
       errorBody: daytonaErrorBody,
+      // Daytona's edge keeps idle connections longer than Node's client agent (5 s), so the client closes
+      // first; equal timeouts would race and reset requests sent on a connection as it closes.
+      keepAliveTimeoutMs: DAYTONA_KEEP_ALIVE_MS,
       handler: (req, res, ctx) =>
         ctx.url.pathname.startsWith("/toolbox/")
           ? serveDaytonaToolbox({ fleet, sessions, apiKey }, req, res, ctx.url, ctx.setRoute)
