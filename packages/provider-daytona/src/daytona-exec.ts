@@ -52,11 +52,13 @@ export async function daytonaExec(
   const sessionId = `sbox-${randomBytes(8).toString("hex")}`;
   await bounded(process.createSession(sessionId), request.signal, options.requestTimeoutMs, "exec");
   try {
-    // No deadline on the command itself: it may run as long as the caller lets it (E7 bounds it).
+    // One synchronous request, so it is held to the request deadline like every other (the SDK's axios
+    // timeout is `requestTimeoutMs` too): a silent service is a Timeout on time. Commands that may run
+    // longer go detached through the core's E3/E4, which only send short commands here.
     const result = await bounded(
       process.executeSessionCommand(sessionId, { command, runAsync: false }),
       request.signal,
-      2 ** 31 - 1,
+      options.requestTimeoutMs + 1_000,
       "exec",
     );
     if (typeof result.exitCode !== "number") {
