@@ -7,6 +7,33 @@ function transferAllowanceMs(bytes: number): number {
   return Math.ceil(bytes / 1_000);
 }
 
+/**
+ * Whether a path survives as a multipart filename: the SDK matches the parts of `/files/bulk-download` by
+ * the filename its multipart parser reads (Latin-1, no line breaks), so a path with a quote, backslash, line
+ * break or non-ASCII character is read through the single-file route instead.
+ */
+function multipartSafe(path: string): boolean {
+  return /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(path);
+}
+
+/** The toolbox's generated client of a sandbox, which the SDK's `FileSystem` keeps for itself. */
+interface ToolboxFileApi {
+  downloadFile(
+    path: string,
+    options: { responseType: "arraybuffer"; timeout: number },
+  ): Promise<{ data: ArrayBuffer }>;
+}
+
+/** `GET /files/download?path=`: the file's bytes as the whole answer (any path, as a query parameter). */
+async function downloadOne(handle: DaytonaHandle, path: string): Promise<Buffer> {
+  const api = (handle.native.fs as unknown as { apiClient: ToolboxFileApi }).apiClient;
+  const response = await api.downloadFile(path, {
+    responseType: "arraybuffer",
+    timeout: TRANSFER_TIMEOUT_S * 1000,
+  });
+  return Buffer.from(response.data);
+}
+
 /** The longest a whole-file transfer may take once it began (the SDK's own default, 30 minutes). */
 const TRANSFER_TIMEOUT_S = 30 * 60;
 
@@ -22,12 +49,10 @@ export async function readDaytonaFile(
   signal: AbortSignal,
 ): Promise<Uint8Array> {
   // One deadline for the answer to begin, one for the bytes (the toolbox answers a whole file at once).
-  const data = await bounded(
-    handle.native.fs.downloadFile(path, TRANSFER_TIMEOUT_S),
-    signal,
-    2 * options.requestTimeoutMs,
-    "files.read",
-  );
+  const bound = 2 * options.requestTimeoutMs;
+  const data = multipartSafe(path)
+    ? await bounded(handle.native.fs.downloadFile(path, TRANSFER_TIMEOUT_S), signal, bound, "files.read")
+    : await bounded(downloadOne(handle, path), signal, bound, "files.read");
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 

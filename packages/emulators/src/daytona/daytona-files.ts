@@ -101,7 +101,8 @@ export async function bulkDownload(
   const boundary = `daytona-${randomBytes(12).toString("hex")}`;
   const chunks: Buffer[] = [];
   for (const path of paths as string[]) {
-    const quoted = path.replaceAll('"', "%22");
+    // Quoted as Go's mime/multipart (the toolbox daemon's) quotes a filename: backslash and quote escaped.
+    const quoted = path.replaceAll("\\", "\\\\").replaceAll('"', '\\"');
     try {
       const data = await sandbox.files.read(path);
       chunks.push(
@@ -137,6 +138,27 @@ export async function bulkDownload(
     "Content-Length": String(answer.byteLength),
   });
   res.end(answer);
+}
+
+/** `GET /files/download?path=`: one file, its bytes as the answer. */
+export async function downloadOne(
+  sandbox: Sandbox<AnyCapabilities>,
+  url: URL,
+  res: ServerResponse,
+): Promise<void> {
+  const path = url.searchParams.get("path");
+  if (!path) throw new DaytonaApiError(400, "path is required");
+  let data: Uint8Array;
+  try {
+    data = await sandbox.files.read(path);
+  } catch (error) {
+    throw new DaytonaApiError(statusOf(error), `cannot read ${path}: ${messageOf(error)}`);
+  }
+  res.writeHead(200, {
+    "Content-Type": "application/octet-stream",
+    "Content-Length": String(data.byteLength),
+  });
+  res.end(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
 }
 
 /** `POST /files/permissions?path=&mode=` (mode in octal; owner and group are not modelled). */

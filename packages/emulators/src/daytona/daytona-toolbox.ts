@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AnyCapabilities, ExecResult, Sandbox } from "@sbox/core";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
 import { daytonaErrorBody } from "./daytona-control-plane.js";
-import { bulkDownload, bulkUpload, setPermissions } from "./daytona-files.js";
+import { bulkDownload, bulkUpload, downloadOne, setPermissions } from "./daytona-files.js";
 import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
 
 /** The toolbox daemon version the emulator reports. */
@@ -145,6 +145,11 @@ export async function serveDaytonaToolbox(
       const body = await readJsonObject(req);
       if (!body) throw new DaytonaApiError(400, "the body must be a JSON object");
       return await bulkDownload(sandbox, body, res);
+    }
+    if (method === "GET" && path === "/files/download") {
+      route("/files/download");
+      req.resume();
+      return await downloadOne(sandbox, url, res);
     }
     if (method === "POST" && path === "/files/permissions") {
       route("/files/permissions");
