@@ -224,6 +224,13 @@ describeFidelity(
       const back = await sandbox.fs.downloadFile("/tmp/fidelity/data.bin");
       expect(Buffer.compare(back, bytes)).toBe(0);
       await sandbox.fs.downloadFile("/tmp/fidelity/missing").catch(() => undefined);
+      const one = await fetch(
+        `${sandbox.toolboxProxyUrl}/${sandbox.id}/files/download?path=/tmp/fidelity/data.bin`,
+        {
+          headers: { Authorization: `Bearer ${API_KEY}` },
+        },
+      );
+      expect(Buffer.compare(Buffer.from(await one.arrayBuffer()), bytes)).toBe(0);
       await sandbox.process.executeCommand("echo out; echo err >&2; exit 3", undefined, { A: "b" }, 10);
       await sandbox.process.createSession("s1");
       const sync = await sandbox.process.executeSessionCommand("s1", { command: "echo one" });
