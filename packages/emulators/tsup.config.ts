@@ -7,6 +7,7 @@ export default defineConfig({
     "fly/index": "src/fly/index.ts",
     "kubernetes/index": "src/kubernetes/index.ts",
     "vercel/index": "src/vercel/index.ts",
+    "daytona/index": "src/daytona/index.ts",
   },
   format: ["esm", "cjs"],
   dts: true,

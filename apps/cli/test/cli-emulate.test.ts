@@ -260,4 +260,31 @@ describe("sbox emulate", () => {
       }
     },
   );
+
+  it("daytona: prints the three variables the SDK reads, serves the control plane, and on SIGINT destroys its sandboxes", async () => {
+    const before = await emulatorMachines("daytona");
+    const run = await startEmulate(["daytona"], (out) => out.split("\n").filter(Boolean).length >= 3);
+    try {
+      const env = parseExports(run.stdout);
+      expect(Object.keys(env).sort()).toEqual(["DAYTONA_API_KEY", "DAYTONA_API_URL", "DAYTONA_TARGET"]);
+      const headers = { Authorization: `Bearer ${env.DAYTONA_API_KEY}`, "Content-Type": "application/json" };
+      const created = await fetch(`${env.DAYTONA_API_URL}/sandbox`, { method: "POST", headers, body: "{}" });
+      expect(created.status, await created.clone().text()).toBe(200);
+      const { id } = (await created.json()) as { id: string };
+      await waitUntil(
+        async () => {
+          const got = await fetch(`${env.DAYTONA_API_URL}/sandbox/${id}`, { headers });
+          return ((await got.json()) as { state: string }).state === "started";
+        },
+        120_000,
+        "the emulated Daytona sandbox to be started",
+      );
+      expect(await emulatorMachines("daytona")).toBe(before + 1);
+      run.child.kill("SIGINT");
+      expect(await run.exited, run.stderr()).toBe(0);
+      expect(await emulatorMachines("daytona")).toBe(before);
+    } finally {
+      run.child.kill("SIGKILL");
+    }
+  });
 });

@@ -81,4 +81,12 @@ export const EMULATORS: Readonly<Record<string, EmulatorVendor>> = {
       return startVercelEmulator(options);
     },
   },
+  daytona: {
+    description: "Daytona: the control plane (sandboxes, states, auto-stop/archive/delete) and the toolbox",
+    client: "@daytonaio/sdk and @sbox/provider-daytona",
+    async start(options) {
+      const { startDaytonaEmulator } = await import("./daytona/daytona-emulator.js");
+      return startDaytonaEmulator(options);
+    },
+  },
 };

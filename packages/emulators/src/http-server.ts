@@ -128,6 +128,11 @@ export interface HttpServerOptions {
   readonly log?: RequestLogEntry[] | undefined;
   /** Serve HTTPS with this key and certificate (PEM), as vendors whose clients insist on TLS need. */
   readonly tls?: { readonly key: string; readonly cert: string } | undefined;
+  /**
+   * How long an idle keep-alive connection stays open (default 5 000 ms). A vendor whose edge keeps
+   * connections longer than clients do (so clients close first, never racing the server) sets more.
+   */
+  readonly keepAliveTimeoutMs?: number | undefined;
 }
 
 /** A listening server. */
@@ -418,7 +423,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   // Long streams (process output, /wait) must not be cut by Node's default request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, options.host, () => {

@@ -60,6 +60,7 @@ export const emulateCommand: CommandDefinition = {
     "sbox emulate e2b > e2b.env &   # then: . ./e2b.env && npm test   (kill %1 stops it)",
     "sbox emulate fly --backend docker --port 4280",
     "sbox emulate kubernetes > kubeconfig &   # then: KUBECONFIG=kubeconfig kubectl get pods",
+    "sbox emulate daytona > daytona.env &   # DAYTONA_API_URL, DAYTONA_API_KEY, DAYTONA_TARGET",
   ],
   async run(context, args) {
     const [vendorName] = expectPositionals(args, "emulate", ["VENDOR"]);

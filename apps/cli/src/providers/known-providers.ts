@@ -86,6 +86,12 @@ export const KNOWN_PROVIDERS: readonly KnownProvider[] = [
       },
     ],
   },
+  {
+    name: "daytona",
+    packageName: "@sbox/provider-daytona",
+    factoryExport: "daytona",
+    env: [{ name: "DAYTONA_API_KEY", required: true, description: "API key from the Daytona dashboard" }],
+  },
 ];
 
 /** The provider used when neither `--provider` nor `SBOX_PROVIDER` says otherwise. */

@@ -1,0 +1,265 @@
+/**
+ * The Daytona toolbox routes `@daytonaio/sdk` calls inside one sandbox (Daytona's toolbox API description,
+ * served under `/toolbox/<sandbox id>`): sessions (create, list, get, delete, exec — synchronous or
+ * `runAsync` —, a command's status and its logs), `/process/execute`, `/work-dir`, `/user-home-dir` and
+ * `/version`, and whole-file transfer (`daytona-files.ts`). Commands run in the sandbox's backend sandbox. A stopped sandbox's toolbox answers 400, as
+ * Daytona's proxy does for a sandbox that is not started; every call counts as activity for auto-stop.
+ *
+ * Not modelled: a session here is a list of commands, each run by its own shell, so `cd` or `export` in
+ * one command does not carry over to the next (Daytona's session keeps one shell).
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AnyCapabilities, ExecResult, Sandbox } from "@sbox/core";
+import { readJsonObject, sendJsonResponse } from "../http-server.js";
+import { daytonaErrorBody } from "./daytona-control-plane.js";
+import { bulkDownload, bulkUpload, downloadOne, setPermissions } from "./daytona-files.js";
+import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
+
+/** The toolbox daemon version the emulator reports. */
+export const DAYTONA_TOOLBOX_VERSION = "0.218.0";
+
+interface SessionCommand {
+  readonly id: string;
+  readonly command: string;
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr as they interleaved. */
+  output: string;
+  done: Promise<void>;
+}
+
+interface Session {
+  readonly id: string;
+  readonly commands: SessionCommand[];
+}
+
+/** Sessions of every sandbox, by sandbox id then session id. */
+export class DaytonaSessions {
+  private readonly bySandbox = new Map<string, Map<string, Session>>();
+
+  /** The sessions of one sandbox. */
+  of(sandboxId: string): Map<string, Session> {
+    let sessions = this.bySandbox.get(sandboxId);
+    if (!sessions) {
+      sessions = new Map();
+      this.bySandbox.set(sandboxId, sessions);
+    }
+    return sessions;
+  }
+
+  /** Forgets a sandbox's sessions. */
+  forget(sandboxId: string): void {
+    this.bySandbox.delete(sandboxId);
+  }
+}
+
+/** What the toolbox routes need. */
+export interface DaytonaToolboxContext {
+  readonly fleet: DaytonaFleet;
+  readonly sessions: DaytonaSessions;
+  readonly apiKey: string;
+}
+
+function commandDto(command: SessionCommand): Record<string, unknown> {
+  const dto: Record<string, unknown> = { id: command.id, command: command.command };
+  if (command.exitCode !== undefined) dto.exitCode = command.exitCode;
+  return dto;
+}
+
+function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
+  // A sandbox on its way out is gone for its toolbox (Daytona's proxy finds no runner for it).
+  if (record.state === "destroying") throw new DaytonaApiError(404, `Sandbox with ID ${record.id} not found`);
+  if (record.state !== "started" || !record.sandbox) {
+    throw new DaytonaApiError(400, `Sandbox ${record.id} is not started (state: ${record.state})`);
+  }
+  return record.sandbox;
+}
+
+function runCommand(sandbox: Sandbox<AnyCapabilities>, command: SessionCommand): void {
+  const handle = sandbox.commands.run(command.command, {
+    onStdout: (chunk) => {
+      command.stdout += chunk;
+      command.output += chunk;
+    },
+    onStderr: (chunk) => {
+      command.stderr += chunk;
+      command.output += chunk;
+    },
+  });
+  command.done = Promise.resolve(handle).then(
+    (result: ExecResult) => {
+      command.exitCode = result.exitCode;
+    },
+    (error: unknown) => {
+      command.stderr += `${error instanceof Error ? error.message : String(error)}\n`;
+      command.exitCode = 1;
+    },
+  );
+}
+
+/** Answers one toolbox request; `url.pathname` is `/toolbox/<sandbox id>/<route>`. */
+export async function serveDaytonaToolbox(
+  context: DaytonaToolboxContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  setRoute: (route: string) => void,
+): Promise<void> {
+  const method = req.method ?? "GET";
+  const send = (body: unknown, status = 200) => sendJsonResponse(res, status, body);
+  const match = /^\/toolbox\/([^/]+)(\/.*)?$/.exec(url.pathname);
+  const path = (match?.[2] ?? "/").replace(/\/+$/, "") || "/";
+  try {
+    if (req.headers.authorization !== `Bearer ${context.apiKey}`) {
+      req.resume();
+      setRoute(`toolbox ${method} ${path}`);
+      throw new DaytonaApiError(401, "Invalid API key");
+    }
+    if (!match) {
+      req.resume();
+      setRoute(`toolbox ${method} ${url.pathname}`);
+      throw new DaytonaApiError(404, `Cannot ${method} ${url.pathname}`);
+    }
+    const record = context.fleet.find(decodeURIComponent(match[1]!));
+    const sessions = context.sessions.of(record.id);
+    const route = (name: string) => setRoute(`toolbox ${method} ${name}`);
+    if (method === "GET" && path === "/version") {
+      route("/version");
+      return send({ version: DAYTONA_TOOLBOX_VERSION });
+    }
+    const sandbox = started(record);
+    context.fleet.touch(record);
+    if (method === "GET" && (path === "/work-dir" || path === "/user-home-dir")) {
+      route(path);
+      const result = await sandbox.commands.run(path === "/work-dir" ? "pwd" : 'printf "%s\\n" "$HOME"');
+      return send({ dir: result.stdout.trim() });
+    }
+    if (method === "POST" && path === "/files/bulk-upload") {
+      route("/files/bulk-upload");
+      return await bulkUpload(sandbox, req, res);
+    }
+    if (method === "POST" && path === "/files/bulk-download") {
+      route("/files/bulk-download");
+      const body = await readJsonObject(req);
+      if (!body) throw new DaytonaApiError(400, "the body must be a JSON object");
+      return await bulkDownload(sandbox, body, res);
+    }
+    if (method === "GET" && path === "/files/download") {
+      route("/files/download");
+      req.resume();
+      return await downloadOne(sandbox, url, res);
+    }
+    if (method === "POST" && path === "/files/permissions") {
+      route("/files/permissions");
+      req.resume();
+      return await setPermissions(sandbox, url, res);
+    }
+    if (method === "POST" && path === "/process/execute") {
+      route("/process/execute");
+      const body = await readJsonObject(req);
+      if (!body || typeof body.command !== "string") throw new DaytonaApiError(400, "command is required");
+      const envs = body.envs ?? {};
+      if (typeof envs !== "object" || envs === null) throw new DaytonaApiError(400, "envs must be an object");
+      const timeout = body.timeout;
+      if (timeout !== undefined && (typeof timeout !== "number" || timeout < 0)) {
+        throw new DaytonaApiError(400, "timeout must be a non-negative number of seconds");
+      }
+      const options: Parameters<typeof sandbox.commands.run>[1] = { env: envs as Record<string, string> };
+      if (typeof body.cwd === "string" && body.cwd !== "") options.cwd = body.cwd;
+      if (typeof timeout === "number" && timeout > 0) options.timeoutMs = timeout * 1000;
+      try {
+        const result = await sandbox.commands.run(body.command, options);
+        // Daytona's execute answers stdout and stderr together, as `result`.
+        return send({ exitCode: result.exitCode, result: result.stdout + result.stderr });
+      } catch (error) {
+        if (error instanceof Error && "code" in error && error.code === "Timeout") {
+          throw new DaytonaApiError(408, `command timed out after ${timeout} seconds`);
+        }
+        throw error;
+      }
+    }
+    if (path === "/process/session") {
+      if (method === "GET") {
+        route("/process/session");
+        return send(
+          [...sessions.values()].map((s) => ({ sessionId: s.id, commands: s.commands.map(commandDto) })),
+        );
+      }
+      if (method === "POST") {
+        route("/process/session");
+        const body = await readJsonObject(req);
+        const sessionId = body?.sessionId;
+        if (typeof sessionId !== "string" || sessionId === "")
+          throw new DaytonaApiError(400, "sessionId is required");
+        if (sessions.has(sessionId)) throw new DaytonaApiError(409, `session ${sessionId} already exists`);
+        sessions.set(sessionId, { id: sessionId, commands: [] });
+        res.writeHead(201).end();
+        return;
+      }
+    }
+    const sessionMatch = /^\/process\/session\/([^/]+)(?:\/(exec|command\/([^/]+)(\/logs)?))?$/.exec(path);
+    if (sessionMatch) {
+      const session = sessions.get(decodeURIComponent(sessionMatch[1]!));
+      const name =
+        sessionMatch[2] === undefined
+          ? ""
+          : sessionMatch[2] === "exec"
+            ? "/exec"
+            : `/command/{commandId}${sessionMatch[4] ?? ""}`;
+      route(`/process/session/{sessionId}${name}`);
+      if (!session) {
+        req.resume();
+        throw new DaytonaApiError(404, `session ${sessionMatch[1]} not found`);
+      }
+      if (name === "" && method === "GET") {
+        return send({ sessionId: session.id, commands: session.commands.map(commandDto) });
+      }
+      if (name === "" && method === "DELETE") {
+        sessions.delete(session.id);
+        res.writeHead(204).end();
+        return;
+      }
+      if (name === "/exec" && method === "POST") {
+        const body = await readJsonObject(req);
+        if (!body || typeof body.command !== "string" || body.command === "")
+          throw new DaytonaApiError(400, "command is required");
+        const command: SessionCommand = {
+          id: randomUUID(),
+          command: body.command,
+          exitCode: undefined,
+          stdout: "",
+          stderr: "",
+          output: "",
+          done: Promise.resolve(),
+        };
+        session.commands.push(command);
+        runCommand(sandbox, command);
+        if (body.runAsync === true || body.async === true) return send({ cmdId: command.id }, 202);
+        await command.done;
+        return send({
+          cmdId: command.id,
+          output: command.output,
+          stdout: command.stdout,
+          stderr: command.stderr,
+          exitCode: command.exitCode,
+        });
+      }
+      const command = session.commands.find((c) => c.id === sessionMatch[3]);
+      if (method === "GET" && sessionMatch[3] !== undefined) {
+        if (!command) throw new DaytonaApiError(404, `command ${sessionMatch[3]} not found`);
+        if (sessionMatch[4] === undefined) return send(commandDto(command));
+        if (url.searchParams.get("follow") === "true") await command.done;
+        return send({ output: command.output, stdout: command.stdout, stderr: command.stderr });
+      }
+    }
+    req.resume();
+    route(path);
+    throw new DaytonaApiError(404, `Cannot ${method} ${path}`);
+  } catch (error) {
+    if (error instanceof DaytonaApiError)
+      return send(daytonaErrorBody(error.status, error.message), error.status);
+    throw error;
+  }
+}

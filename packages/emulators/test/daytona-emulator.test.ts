@@ -1,0 +1,153 @@
+/**
+ * The Daytona emulator's own behaviour, through the unmodified `@daytonaio/sdk`: states, the auto-stop /
+ * auto-delete / auto-archive / ttl timers (on a clock the test moves), toolbox activity resetting
+ * auto-stop, files kept across stop and start, the API key, and names.
+ */
+import { Daytona } from "@daytonaio/sdk";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { EmulatorClock, EmulatorTimer } from "../src/clock.js";
+import { type DaytonaEmulator, startDaytonaEmulator } from "../src/daytona/index.js";
+
+/** A clock the test moves by hand: timers fire when `advance` passes them. */
+class ManualClock implements EmulatorClock {
+  private at = Date.now();
+  private timers: { due: number; callback: () => void; cancelled: boolean }[] = [];
+  now(): number {
+    return this.at;
+  }
+  setTimer(callback: () => void, ms: number): EmulatorTimer {
+    const timer = { due: this.at + Math.max(0, ms), callback, cancelled: false };
+    this.timers.push(timer);
+    return {
+      cancel() {
+        timer.cancelled = true;
+      },
+    };
+  }
+  advance(ms: number): void {
+    this.at += ms;
+    const due = this.timers.filter((t) => !t.cancelled && t.due <= this.at);
+    this.timers = this.timers.filter((t) => !due.includes(t));
+    for (const timer of due) timer.callback();
+  }
+}
+
+const MINUTE = 60_000;
+const clock = new ManualClock();
+let emulator: DaytonaEmulator;
+let daytona: Daytona;
+
+beforeAll(async () => {
+  emulator = await startDaytonaEmulator({
+    clock,
+    ...(process.env.SBOX_EMULATOR_BACKEND === "docker" ? { backend: "docker" as const } : {}),
+  });
+  daytona = new Daytona({
+    apiKey: emulator.apiKey,
+    apiUrl: emulator.url,
+    target: "us",
+    useDeprecatedPolling: true,
+  });
+});
+afterAll(() => emulator?.close());
+
+/** Waits for the emulator's background work on a sandbox to reach `state`. */
+async function settled(id: string, state: string): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (emulator.sandboxRecord(id)?.state !== state && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  expect(emulator.sandboxRecord(id)?.state).toBe(state);
+}
+
+describe("timers", () => {
+  test("auto-stop after minutes without toolbox activity, then auto-delete after minutes stopped", async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 10, autoDeleteInterval: 5 }, { timeout: 300 });
+    clock.advance(6 * MINUTE);
+    // Toolbox activity starts the auto-stop countdown again.
+    await sandbox.process.executeCommand("true");
+    clock.advance(6 * MINUTE);
+    expect(emulator.sandboxRecord(sandbox.id)?.state).toBe("started");
+    clock.advance(5 * MINUTE);
+    await settled(sandbox.id, "stopped");
+    clock.advance(4 * MINUTE);
+    expect(emulator.sandboxRecord(sandbox.id)?.state).toBe("stopped");
+    clock.advance(2 * MINUTE);
+    await settled(sandbox.id, "destroyed");
+    await expect(daytona.get(sandbox.id)).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  test("ttlMinutes destroys a sandbox that long after creation, whatever its state", async () => {
+    const sandbox = await daytona.create({ ttlMinutes: 30, autoStopInterval: 0 }, { timeout: 300 });
+    await sandbox.stop(300);
+    clock.advance(29 * MINUTE);
+    expect(emulator.sandboxRecord(sandbox.id)?.state).toBe("stopped");
+    clock.advance(2 * MINUTE);
+    await settled(sandbox.id, "destroyed");
+  });
+
+  test("a stopped sandbox is archived after autoArchiveInterval and starts again with its files", async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0, autoArchiveInterval: 60 }, { timeout: 300 });
+    await sandbox.process.executeCommand("echo kept > /tmp/daytona-kept.txt");
+    await sandbox.stop(300);
+    clock.advance(61 * MINUTE);
+    await settled(sandbox.id, "archived");
+    await sandbox.start(300);
+    const read = await sandbox.process.executeCommand("cat /tmp/daytona-kept.txt");
+    expect(read.result.trim()).toBe("kept");
+    await sandbox.delete();
+    await settled(sandbox.id, "destroyed");
+  });
+
+  test("intervals set after create re-arm the timers", async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    await sandbox.setAutostopInterval(2);
+    expect(emulator.sandboxRecord(sandbox.id)?.autoStopInterval).toBe(2);
+    clock.advance(3 * MINUTE);
+    await settled(sandbox.id, "stopped");
+    await sandbox.delete();
+  });
+});
+
+describe("protocol", () => {
+  test("a wrong API key is 401; an unknown sandbox 404; a taken name 409; an unknown snapshot 400", async () => {
+    const intruder = new Daytona({
+      apiKey: "dtn_wrong",
+      apiUrl: emulator.url,
+      target: "us",
+      useDeprecatedPolling: true,
+    });
+    await expect(intruder.get("anything")).rejects.toMatchObject({ statusCode: 401 });
+    await expect(daytona.get("no-such-sandbox")).rejects.toMatchObject({ statusCode: 404 });
+    const sandbox = await daytona.create({ name: "unique-name" }, { timeout: 300 });
+    await expect(daytona.create({ name: "unique-name" })).rejects.toMatchObject({ statusCode: 409 });
+    expect((await daytona.get("unique-name")).id).toBe(sandbox.id);
+    await expect(daytona.create({ snapshot: "no-such-snapshot" })).rejects.toMatchObject({ statusCode: 400 });
+    await sandbox.delete();
+  });
+
+  test("session commands answer stdout, stderr and the exit code apart; async ones are followed by id", async () => {
+    const sandbox = await daytona.create({}, { timeout: 300 });
+    await sandbox.process.createSession("s");
+    const sync = await sandbox.process.executeSessionCommand("s", {
+      command: "printf out; printf err >&2; exit 7",
+    });
+    expect(sync).toMatchObject({ stdout: "out", stderr: "err", exitCode: 7 });
+    const started = await sandbox.process.executeSessionCommand("s", {
+      command: "sleep 0.3; echo late",
+      runAsync: true,
+    });
+    expect(started.exitCode).toBeUndefined();
+    const deadline = Date.now() + 30_000;
+    let command = await sandbox.process.getSessionCommand("s", started.cmdId);
+    while (command.exitCode === undefined && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      command = await sandbox.process.getSessionCommand("s", started.cmdId);
+    }
+    expect(command.exitCode).toBe(0);
+    expect((await sandbox.process.getSessionCommandLogs("s", started.cmdId)).stdout).toBe("late\n");
+    await sandbox.process.deleteSession("s");
+    await expect(sandbox.process.getSession("s")).rejects.toMatchObject({ statusCode: 404 });
+    await sandbox.delete();
+  });
+});

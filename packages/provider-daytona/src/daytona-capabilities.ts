@@ -1,0 +1,65 @@
+import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
+
+/**
+ * What this provider offers, as proven against the Daytona emulator of `@sbox/emulators`. Lifecycle (list
+ * by labels, stop and start) is native; commands go through Daytona's sessions, whose synchronous exec
+ * answers stdout, stderr and the exit code, so streaming, background processes, kill, stdin, files, watch
+ * and metrics are `emulated` by the core over that exec (E1-E8). The rest is not offered by this provider.
+ */
+export const daytonaCapabilities = {
+  list: "native",
+  stop: "native",
+  pause: "unsupported",
+  setTimeout: "unsupported",
+  streaming: "emulated",
+  background: "emulated",
+  killProcess: "emulated",
+  stdin: "emulated",
+  pty: "unsupported",
+  filesWatch: "emulated",
+  filesUpload: "emulated",
+  codeInterpreter: "unsupported",
+  statefulKernel: "unsupported",
+  exposePort: "unsupported",
+  privatePreview: "unsupported",
+  egressControl: "unsupported",
+  ssh: "unsupported",
+  proxiedFetch: "unsupported",
+  snapshot: "unsupported",
+  fork: "unsupported",
+  volumes: "unsupported",
+  gpu: "unsupported",
+  region: "unsupported",
+  secretsVault: "unsupported",
+  metrics: "emulated",
+} as const;
+
+/** The capability map's type. */
+export type DaytonaCapabilities = typeof daytonaCapabilities;
+
+/**
+ * Behaviour flags. Sessions answer exit codes (no marker needed) but take no per-command cwd/env (E1
+ * applies). Stop keeps the filesystem. Daytona's own expiry timers count whole minutes, so the exact ttl is
+ * enforced by `client.reap()` (the timers still remove a sandbox whose client went away).
+ */
+export const daytonaFlags: CapabilityFlags = {
+  perCommandEnvCwd: false,
+  exitCodeNative: true,
+  preservesDiskOnStop: true,
+  preservesMemoryOnPause: false,
+  previewModel: "none",
+  nativeExpiry: false,
+  snapshotFilesystemOnly: true,
+};
+
+/** Spec fields a Daytona sandbox honours at create. */
+export const daytonaHonours: readonly SpecField[] = [
+  "template",
+  "name",
+  "env",
+  "metadata",
+  "ttlMs",
+  "resources.vcpus",
+  "resources.memoryMB",
+  "resources.diskMB",
+];

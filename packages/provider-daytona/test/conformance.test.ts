@@ -1,0 +1,30 @@
+/**
+ * The conformance kit against the adapter through the Daytona emulator of `@sbox/emulators`: once as
+ * declared, once primitives-only (every emulatable driver method hidden, so the core's emulations run over
+ * Daytona's session exec). The secrets and deadline cases use the emulator's fault injection.
+ */
+import { runConformance } from "@sbox/conformance/vitest";
+import { kitFaultHook } from "@sbox/emulators";
+import { startDaytonaEmulator } from "@sbox/emulators/daytona";
+import { afterAll } from "vitest";
+import type { DaytonaProviderOptions } from "../src/index.js";
+import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./daytona-test-env.js";
+
+const emulator = await startDaytonaEmulator(testEmulatorOptions());
+afterAll(() => emulator.close());
+
+/** The deadline the provider is made with; the deadline case holds every call to it. */
+const DEADLINE_MS = 8_000;
+const providerWithOptions = (extra: Record<string, unknown> = {}) =>
+  testProvider(emulator, { requestTimeoutMs: DEADLINE_MS, ...(extra as DaytonaProviderOptions) });
+const provider = () => providerWithOptions();
+// The emulator's API key is a fake credential: the secrets cases check it never leaks.
+const remote = {
+  faults: kitFaultHook(emulator.faults),
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: TEST_API_KEY,
+};
+const label = `daytona (emulator on ${emulator.backend})`;
+
+runConformance({ provider, providerWithOptions, remote, label });
+runConformance({ provider, providerWithOptions, remote, primitivesOnly: true, label });

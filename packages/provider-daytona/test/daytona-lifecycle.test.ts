@@ -1,0 +1,163 @@
+/**
+ * What the issue's acceptance asks of the adapter, checked on the Daytona emulator's own records: a ttl
+ * reaches Daytona as its ttl, auto-stop and auto-delete intervals; destroy is idempotent; a create whose
+ * answer is lost after the sandbox exists leaves no sandbox behind once `client.reap()` has run; options
+ * and spec fields Daytona cannot take are refused before any request.
+ */
+import { createSandboxClient } from "@sbox/core";
+import { startDaytonaEmulator } from "@sbox/emulators/daytona";
+import { afterAll, describe, expect, test } from "vitest";
+import { daytona, intervalsFor } from "../src/index.js";
+import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./daytona-test-env.js";
+
+const emulator = await startDaytonaEmulator(testEmulatorOptions());
+afterAll(() => emulator.close());
+
+/** Sandboxes not destroyed nor on their way out (Daytona deletes in the background: `destroying`). */
+const live = () =>
+  emulator
+    .sandboxIds()
+    .filter((id) => !["destroyed", "destroying"].includes(emulator.sandboxRecord(id)?.state ?? ""));
+
+describe("ttl", () => {
+  test("a ttl given at create reaches Daytona as ttlMinutes, autoStopInterval and autoDeleteInterval", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create({ ttlMs: 150_000, metadata: { suite: "ttl" } });
+    try {
+      const record = emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""));
+      expect(record?.createRequest).toMatchObject({
+        ttlMinutes: 3,
+        autoStopInterval: 3,
+        autoDeleteInterval: 0,
+      });
+      expect(record).toMatchObject({ ttlMinutes: 3, autoStopInterval: 3, autoDeleteInterval: 0 });
+      const info = await sandbox.getInfo();
+      expect(info.metadata).toEqual({ suite: "ttl" });
+      const left = (info.expiresAt?.getTime() ?? 0) - Date.now();
+      expect(left).toBeGreaterThan(100_000);
+      expect(left).toBeLessThanOrEqual(150_000);
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+
+  test("without a ttl only the configured intervals are sent", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator, { autoStopMinutes: 7 }) });
+    const sandbox = await client.create();
+    try {
+      const record = emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""));
+      expect(record?.createRequest).toMatchObject({ autoStopInterval: 7 });
+      expect(record?.createRequest).not.toHaveProperty("ttlMinutes");
+      expect(record?.createRequest).not.toHaveProperty("autoDeleteInterval");
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+
+  test("minutes are whole and at least one; the delete-after-stop delay is an option", () => {
+    const options = {
+      autoStopMinutes: undefined,
+      autoArchiveMinutes: undefined,
+      autoDeleteMinutes: undefined,
+    };
+    expect(intervalsFor(1, { ...options, expiredDeleteAfterMinutes: 0 } as never)).toEqual({
+      ttlMinutes: 1,
+      autoStopInterval: 1,
+      autoDeleteInterval: 0,
+    });
+    expect(intervalsFor(60_001, { ...options, expiredDeleteAfterMinutes: 30 } as never)).toEqual({
+      ttlMinutes: 2,
+      autoStopInterval: 2,
+      autoDeleteInterval: 30,
+    });
+  });
+});
+
+describe("destroy", () => {
+  test("destroy is idempotent: a second destroy, and one from another client, succeed", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    const again = await createSandboxClient({ provider: testProvider(emulator) }).connect(sandbox.id);
+    await sandbox.destroy();
+    await sandbox.destroy();
+    await again.destroy();
+    expect((await sandbox.getInfo()).state).toBe("destroyed");
+    await expect(client.connect(sandbox.id)).rejects.toMatchObject({ code: "NotFound" });
+  });
+});
+
+describe("interrupted create", () => {
+  test("a create whose answer is lost after the sandbox exists leaves nothing once reap() ran", async () => {
+    const before = new Set(emulator.sandboxIds());
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    emulator.faults.add({ match: "POST /api/sandbox", kind: "error", status: 502, phase: "after", times: 1 });
+    await expect(client.create({ ttlMs: 60_000 })).rejects.toMatchObject({ provider: "daytona" });
+    // The emulator did make a sandbox for that request...
+    const made = emulator.log.filter((e) => e.route === "POST /sandbox" && e.fault === "error");
+    expect(made).toHaveLength(1);
+    await client.reap();
+    // ...and nothing of it is left.
+    const leftover = live().filter((id) => !before.has(id));
+    expect(leftover).toEqual([]);
+    const created = emulator.sandboxIds().filter((id) => !before.has(id));
+    expect(created.length).toBe(1);
+    const deadline = Date.now() + 60_000;
+    while (emulator.sandboxRecord(created[0]!)?.state !== "destroyed" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(emulator.sandboxRecord(created[0]!)?.state).toBe("destroyed");
+  });
+});
+
+describe("options", () => {
+  test("unknown options and bad values are Validation errors that never show the key", () => {
+    expect(() => daytona({ apiKey: TEST_API_KEY, bogus: 1 } as never)).toThrow(/bogus/);
+    expect(() => daytona({ apiKey: TEST_API_KEY, autoStopMinutes: 1.5 })).toThrow(/autoStopMinutes/);
+    try {
+      daytona({ apiKey: TEST_API_KEY, requestTimeoutMs: -1 });
+    } catch (error) {
+      expect(String(error)).not.toContain(TEST_API_KEY);
+      expect(error).toMatchObject({ code: "Validation" });
+    }
+  });
+
+  test("a spec field Daytona cannot take is refused before any request", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const requests = emulator.log.length;
+    await expect(client.create({ ports: [8080] })).rejects.toMatchObject({ code: "Validation" });
+    // The type already refuses it (region is unsupported); at run time too.
+    await expect(client.create({ region: "eu" } as never)).rejects.toMatchObject({ code: "Validation" });
+    expect(emulator.log.length).toBe(requests);
+  });
+});
+
+describe("files", () => {
+  test("whole files go through the toolbox's bulk routes: binary-exact, NotFound, a directory is Validation", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    try {
+      const bytes = new Uint8Array(3 * 1024 * 1024 + 7);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 8)) & 0xff;
+      const routes = () => emulator.log.map((entry) => entry.route);
+      const before = routes().length;
+      await sandbox.files.write("/tmp/sbox-daytona/nested/data.bin", bytes, { mode: 0o600 });
+      // Buffer.equals: a deep toEqual over 3 MiB would hold the event loop (and the emulator in it) for a minute.
+      const back = await sandbox.files.read("/tmp/sbox-daytona/nested/data.bin");
+      expect(Buffer.from(back).equals(Buffer.from(bytes))).toBe(true);
+      const used = routes().slice(before);
+      expect(used).toContain("toolbox POST /files/bulk-upload");
+      expect(used).toContain("toolbox POST /files/bulk-download");
+      expect(used).toContain("toolbox POST /files/permissions");
+      const listed = await sandbox.commands.run("stat -c %a /tmp/sbox-daytona/nested/data.bin");
+      expect(listed.stdout.trim()).toBe("600");
+      await expect(sandbox.files.read("/tmp/sbox-daytona/missing")).rejects.toMatchObject({
+        code: "NotFound",
+      });
+      await expect(sandbox.files.read("/tmp/sbox-daytona")).rejects.toMatchObject({ code: "Validation" });
+      await sandbox.files.write("/tmp/sbox-daytona/empty", new Uint8Array(0));
+      expect(await sandbox.files.read("/tmp/sbox-daytona/empty")).toEqual(new Uint8Array(0));
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+});
