@@ -28,6 +28,7 @@ import { localCapabilities, localFlags, localUnisolatedCapabilities } from "./lo
 import { type CommandSettings, type CommandTarget, viewOf } from "./local-command.js";
 import { guardLocal, LOCAL_PROVIDER_NAME, localError, throwIfAborted } from "./local-errors.js";
 import { runForeground } from "./local-exec.js";
+import { LocalExpiryTimers } from "./local-expiry-timers.js";
 import {
   listSandboxDirectory,
   makeSandboxDirectory,
@@ -230,6 +231,9 @@ export function local(
     return { id, paths, record };
   };
 
+  // Loading an expired sandbox stops it: the timer only has to load it when its time is up.
+  const expiry = new LocalExpiryTimers((id) => load(id));
+
   const requireRunning = (target: CommandTarget, operation: string): void => {
     if (target.record.state !== "running") {
       throw localError(
@@ -328,7 +332,9 @@ export function local(
         const id = newLocalId();
         const paths = sandboxPaths(root, id);
         await mkdir(root, { recursive: true, mode: 0o700 });
-        await createSandboxDirectories(paths, newRecord(id, spec, egress, ports));
+        const record = newRecord(id, spec, egress, ports);
+        await createSandboxDirectories(paths, record);
+        if (record.expiresAt !== undefined) expiry.arm(id, Date.parse(record.expiresAt));
         return handleOf(id, root, unisolated());
       }),
 
@@ -350,6 +356,7 @@ export function local(
           if ((error as { code?: string }).code === "NotFound") return;
           throw error;
         }
+        expiry.disarm(sandbox.id);
         await killAllProcesses(target);
         namespaces.forget(paths.dir);
         await removeSandboxDirectory(paths);
@@ -489,10 +496,12 @@ export function local(
           throw localError("Validation", "ttlMs must be a positive number of milliseconds");
         }
         const target = await load(sandbox.id, false);
+        const expiresAt = Date.now() + ttlMs;
         await updateRecord(target.paths, target.id, (record) => ({
           ...record,
-          expiresAt: new Date(Date.now() + ttlMs).toISOString(),
+          expiresAt: new Date(expiresAt).toISOString(),
         }));
+        expiry.arm(target.id, expiresAt);
       }),
     doMetrics: (sandbox, { signal }) =>
       guardLocal("metrics", async () => {
@@ -609,6 +618,7 @@ export function local(
       }),
 
     doDispose: async () => {
+      expiry.clear();
       registry.detachAll();
       namespaces.clear();
     },
