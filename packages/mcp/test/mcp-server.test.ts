@@ -164,10 +164,12 @@ for (const backend of BACKENDS) {
             const created = (await existing(provider)).filter((id) => !before.includes(id));
             expect(created).toHaveLength(1);
 
-            expect(
-              (await call(client, "write_file", { path: "notes/a.txt", content: "line one\nline two\n" }))
-                .isError,
-            ).toBeFalsy();
+            const wrote = await call(client, "write_file", {
+              path: "notes/a.txt",
+              content: "line one\nline two\n",
+            });
+            // The text says why when it failed.
+            expect(wrote.isError ? wrote.content[0]!.text : "").toBe("");
             const back = await call(client, "read_file", { path: "notes/a.txt" });
             expect(back.content[0]!.text).toBe("line one\nline two\n");
             const resources = await client.listResources();

@@ -4,14 +4,16 @@ import { SandboxError } from "@sbox/core/spec";
  * A POSIX `sh` script that signals process "$2" and all its descendants with signal "$1" (a name without
  * `SIG`). E2B's daemon signals only the process it started, and starts it in its own process group, so a
  * group kill is not possible: the tree is found through `/proc/<pid>/stat` (parent pid is the field after
- * the parenthesised command name, which may itself contain spaces or parentheses). The tree is stopped
- * first so no member can fork away between the walk and the signal, then signalled, then continued so a
- * catchable signal is delivered. Exit 3: no such process.
+ * the parenthesised command name, which may itself contain spaces or parentheses). Each generation is
+ * stopped before its children are looked for, so no member can fork a child the walk misses (the root
+ * first, then every child found); then the tree is signalled, then continued so a catchable signal is
+ * delivered. Exit 3: no such process.
  */
 export const KILL_TREE_SCRIPT: string = [
   // biome-ignore-start lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not templates
   "sig=$1; root=$2",
   '[ -d "/proc/$root" ] || exit 3',
+  "kill -STOP $root 2>/dev/null",
   "all=$root; frontier=$root",
   'while [ -n "$frontier" ]; do',
   "  next=",
@@ -22,9 +24,9 @@ export const KILL_TREE_SCRIPT: string = [
   "    p=${st#/proc/}; p=${p%/stat}",
   '    for f in $frontier; do if [ "$2" = "$f" ]; then next="$next $p"; fi; done',
   "  done",
+  '  [ -n "$next" ] && kill -STOP $next 2>/dev/null',
   '  all="$all $next"; frontier=$next',
   "done",
-  "kill -STOP $all 2>/dev/null",
   'kill "-$sig" $all 2>/dev/null',
   "kill -CONT $all 2>/dev/null",
   "exit 0",

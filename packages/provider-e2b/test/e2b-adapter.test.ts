@@ -231,6 +231,25 @@ describe("commands", () => {
     });
   });
 
+  test("kill reaches children forked while the tree is walked", async () => {
+    await withSandbox(async (sandbox) => {
+      // A unique duration, so processes of other tests on this machine are not counted.
+      const seconds = 10_000 + Math.floor(Math.random() * 5000);
+      const count = `ps -eo args | grep -c -e '^sleep ${seconds}$' || true`;
+      // Bounded: at most 400 children, each a sleep that the kill must reach.
+      const forker = await sandbox.commands.spawn(
+        `i=0; while [ $i -lt 400 ]; do sleep ${seconds} & i=$((i+1)); done; wait`,
+      );
+      for (let tries = 0; Number((await sandbox.commands.run(count)).stdout.trim()) < 5; tries++) {
+        if (tries > 100) throw new Error("the forker never started its children");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await sandbox.commands.kill(forker.pid, "SIGKILL");
+      await forker.wait();
+      expect((await sandbox.commands.run(count)).stdout.trim()).toBe("0");
+    });
+  });
+
   test("spawn, list, connect from a second client, stdin and kill", async () => {
     await withSandbox(async (sandbox) => {
       const proc = await sandbox.commands.spawn("cat; echo done; exit 4");
@@ -250,13 +269,17 @@ describe("commands", () => {
       // Unique durations, so processes of other tests on this machine are not counted.
       const seconds = 3000 + Math.floor(Math.random() * 5000);
       const sleeper = await sandbox.commands.spawn(`sleep ${seconds} & sleep ${seconds + 1} & wait`);
+      const count = `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`;
+      // Kill only once both children exist: a tree walked before the shell forked cannot include them.
+      for (let tries = 0; (await sandbox.commands.run(count)).stdout.trim() !== "2"; tries++) {
+        if (tries > 100) throw new Error("the sleeps never started");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       // Without a signal: SIGTERM first (the shell ends on it), SIGKILL only after the grace period.
       await sandbox.commands.kill(sleeper.pid);
       const exit = await sleeper.wait();
       expect(exit.signal).toBe("SIGTERM");
-      const rest = await sandbox.commands.run(
-        `ps -eo args | grep -c -e '^sleep ${seconds}$' -e '^sleep ${seconds + 1}$' || true`,
-      );
+      const rest = await sandbox.commands.run(count);
       expect(rest.stdout.trim()).toBe("0");
       expect(await codeOf(sandbox.commands.kill(999_999))).toBe("NotFound");
       expect(await codeOf(sandbox.commands.connect(999_999))).toBe("NotFound");

@@ -4,6 +4,6 @@
  */
 
 export { localCapabilities, localFlags, localUnisolatedCapabilities } from "./local-capabilities.js";
-export type { LocalEgress, LocalIsolationRequest, LocalOptions } from "./local-options.js";
+export type { LocalEgress, LocalIsolationRequest, LocalMount, LocalOptions } from "./local-options.js";
 export type { LocalHonouredField, LocalProvider, LocalSandboxHandle } from "./local-provider.js";
 export { local } from "./local-provider.js";

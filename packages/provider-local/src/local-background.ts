@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants, type FSWatcher, open as openFd, watch } from "node:fs";
-import { access, lstat, mkdir, open, writeFile } from "node:fs/promises";
+import { access, lstat, mkdir, open, rmdir, writeFile } from "node:fs/promises";
 import { Socket } from "node:net";
 import type {
   DriverExecRequest,
@@ -10,12 +10,13 @@ import type {
   ProcessInfo,
 } from "@sbox/core/spec";
 import { shellQuoteArgv } from "@sbox/core/spec";
-import { type CommandSettings, type CommandTarget, type LaunchPlan, planLaunch } from "./local-command.js";
+import { type CommandTarget, finderForCommand, type LaunchPlan } from "./local-command.js";
 import { localError, throwIfAborted, toLocalError } from "./local-errors.js";
+import { type CommandContext, cleanUpLaunch, planCommand } from "./local-exec.js";
 import { FileFollower } from "./local-follow.js";
-import { NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
+import { liveHolder } from "./local-holder.js";
 import { newLocalId } from "./local-ids.js";
-import type { ResolvedIsolation } from "./local-isolation.js";
+import { recordedCgroup, SYSTEM_PATH } from "./local-launch.js";
 import {
   finalExit,
   findProcessRecord,
@@ -31,6 +32,7 @@ import {
 import {
   COMMAND_TAG_VARIABLE,
   isProcessAlive,
+  type ProcessFinder,
   readProcStat,
   SANDBOX_TAG_VARIABLE,
   signalTree,
@@ -57,6 +59,8 @@ const WRAPPER = [
   "  n=$((n+1))",
   "done",
   'if [ "$retries" -gt 0 ] && [ ! -s "$rec/ready" ]; then while IFS= read -r line; do printf "%s\\n" "$line" >&2; done <"$rec/setup"; fi',
+  // The start's arguments hold the command's environment: emptied once the command has ended.
+  'for f in "$rec"/*.args; do [ -f "$f" ] && : >"$f"; done',
   'printf "%s\\n" "$code" >"$rec/exit"; exit "$code"',
 ].join("\n");
 
@@ -91,9 +95,7 @@ function displayCommand(request: DriverExecRequest): string {
 }
 
 /** What a process handle needs from the provider. */
-export interface BackgroundContext {
-  readonly settings: CommandSettings;
-  readonly isolation: ResolvedIsolation;
+export interface BackgroundContext extends CommandContext {
   readonly registry: ProcessRegistry;
 }
 
@@ -114,6 +116,8 @@ class BackgroundProcess implements DriverProcess {
     private readonly context: BackgroundContext,
     private readonly files: ProcessFiles,
     private readonly meta: ProcessMeta,
+    private readonly find: ProcessFinder,
+    group: string | undefined,
     output: DriverOutputCallbacks,
     private readonly child?: ChildProcess | undefined,
     stdin?: Socket | undefined,
@@ -129,6 +133,8 @@ class BackgroundProcess implements DriverProcess {
     const ended = child ? this.childEnded(child) : this.recordEnded().then(() => undefined);
     this.exited = ended.then(async (wrapperExit) => {
       this.ended = true;
+      // Its cgroup goes once nothing of it is left in there (a detached child keeps it until destroy).
+      if (group !== undefined) void rmdir(group).catch(() => {});
       this.stdin?.destroy();
       this.stdin = undefined;
       await Promise.all([this.out.finish(), this.err.finish()]);
@@ -187,7 +193,7 @@ class BackgroundProcess implements DriverProcess {
   }
 
   kill(signal = "SIGKILL"): Promise<void> {
-    return killRecordedProcess(this.context, this.files, this.meta, signal);
+    return killRecordedProcess(this.context, this.files, this.meta, this.find, signal);
   }
 
   async writeStdin(data: Uint8Array): Promise<void> {
@@ -266,7 +272,7 @@ function openFifoWriter(path: string, mode: number): Promise<Socket> {
   });
 }
 
-function retriesUsed(context: BackgroundContext, planned: LaunchPlan | { cwdProblem: string }): number {
+function retriesUsed(context: CommandContext, planned: LaunchPlan | { cwdProblem: string }): number {
   return context.isolation.mode === "bwrap" && !("cwdProblem" in planned) ? SETUP_RETRIES : 0;
 }
 
@@ -291,9 +297,10 @@ async function stdinOpened(files: ProcessFiles, ended: () => Promise<boolean>): 
 
 /** Signals a recorded process and its whole tree; a process that already ended is left alone. */
 export async function killRecordedProcess(
-  context: BackgroundContext,
+  context: CommandContext,
   files: ProcessFiles,
   meta: ProcessMeta,
+  find: ProcessFinder,
   signal: string,
 ): Promise<void> {
   const alive = await isProcessAlive(meta.pid, meta.startTime);
@@ -304,34 +311,53 @@ export async function killRecordedProcess(
     // The wrapper must live to record the exit; bubblewrap's monitor would die and orphan the command.
     spare: {
       pids: [meta.pid],
-      exe: context.isolation.mode === "bwrap" ? context.isolation.bwrapPath : undefined,
+      exes: context.isolation.mode === "bwrap" ? launchExesOf(context) : undefined,
       forksOf: meta.pid,
     },
   };
-  const tag = { name: COMMAND_TAG_VARIABLE, value: meta.token };
   const deadline = Date.now() + CATCHABLE_RETRY_MS;
-  // Right after a spawn only the wrapper and bubblewrap may exist yet, and they are spared: try again until
-  // the command itself is there to receive the signal (or the process is gone).
-  while ((await signalTree(tag, signal, options)) === 0 && signal !== "SIGKILL" && Date.now() < deadline) {
+  // Right after a spawn only the wrapper and the launchers may exist yet, and they are spared: try again
+  // until the command itself is there to receive the signal (or the process is gone).
+  while ((await signalTree(find, signal, options)) === 0 && signal !== "SIGKILL" && Date.now() < deadline) {
     if (!(await isProcessAlive(meta.pid, meta.startTime))) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
+/** The launchers catchable signals spare under bubblewrap. */
+function launchExesOf(context: CommandContext): string[] {
+  return context.isolation.mode === "bwrap"
+    ? [context.isolation.bwrapPath, context.isolation.programs.nsenter]
+    : [];
+}
+
 /** A command that only reports a failed `cd`, so a bad cwd fails the same way as under bubblewrap. */
 function failingPlan(
-  settings: CommandSettings,
   plan: LaunchPlan | { cwdProblem: string },
   fallbackCwd: string,
   env: Record<string, string>,
+  find: ProcessFinder,
 ): LaunchPlan {
   if (!("cwdProblem" in plan)) return plan;
   return {
-    file: settings.shell,
+    file: "/bin/sh",
     args: ["-c", 'printf "%s" "$1" >&2; exit 1', "sh", plan.cwdProblem],
     cwd: fallbackCwd,
     env,
+    launchFiles: [],
+    find,
+    spareExes: [],
   };
+}
+
+/** Finds the processes of background process `token` of `target` (also one another program started). */
+export async function backgroundFinder(
+  context: CommandContext,
+  target: CommandTarget,
+  token: string,
+): Promise<ProcessFinder> {
+  const holder = context.isolation.mode === "bwrap" ? await liveHolder(target) : undefined;
+  return finderForCommand(token, recordedCgroup(target), holder, context.isolation.mode === "bwrap");
 }
 
 /**
@@ -350,12 +376,7 @@ export async function spawnBackground(
   }
   const token = newLocalId();
   const files = processFiles(target.paths.procs, token);
-  const namespace = await namespaceForCommand(context.settings, context.isolation, target);
-  try {
-    return await startBackground(context, target, request, token, files, namespace?.fd);
-  } finally {
-    namespace?.release();
-  }
+  return startBackground(context, target, request, token, files);
 }
 
 async function startBackground(
@@ -364,24 +385,22 @@ async function startBackground(
   request: DriverExecRequest & DriverOutputCallbacks,
   token: string,
   files: ProcessFiles,
-  namespace: number | undefined,
 ): Promise<DriverProcess> {
-  const planned = planLaunch(context.settings, context.isolation, target, {
+  await mkdir(files.dir, { mode: 0o700 });
+  const bwrap = context.isolation.mode === "bwrap";
+  const planned = await planCommand(context, target, {
     command: request.command,
     cwd: request.cwd,
     env: request.env,
     user: request.user,
     tag: token,
-    foreground: false,
-    readyFd: context.isolation.mode === "bwrap",
-    pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
+    session: "new",
+    readyFd: bwrap,
+    swapStderr: bwrap,
+    launchDir: files.dir,
   });
-  const fallbackEnv =
-    "cwdProblem" in planned
-      ? { PATH: context.settings.path, [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: token }
-      : planned.env;
-  const plan = failingPlan(context.settings, planned, target.paths.workspace, fallbackEnv);
-  await mkdir(files.dir, { mode: 0o700 });
+  const fallbackEnv = { PATH: SYSTEM_PATH, [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: token };
+  const plan = failingPlan(planned, target.paths.workspace, fallbackEnv, async () => []);
   let stdin: Socket | undefined;
   if (request.stdin instanceof Uint8Array) {
     // Fixed input: a plain file, read to its end; there is nothing to keep open.
@@ -397,7 +416,7 @@ async function startBackground(
   let child: ChildProcess;
   try {
     child = spawn(
-      context.settings.shell,
+      "/bin/sh",
       [
         "-c",
         WRAPPER,
@@ -410,10 +429,7 @@ async function startBackground(
       {
         cwd: plan.cwd,
         env: plan.env,
-        stdio:
-          namespace === undefined
-            ? ["ignore", stdout.fd, stderr.fd]
-            : ["ignore", stdout.fd, stderr.fd, namespace],
+        stdio: ["ignore", stdout.fd, stderr.fd],
         detached: true,
       },
     );
@@ -423,6 +439,7 @@ async function startBackground(
     });
   } catch (error) {
     stdin?.destroy();
+    cleanUpLaunch(plan, true);
     throw localError(
       "Provider",
       `could not start the background command: ${(error as Error).message}`,
@@ -442,7 +459,7 @@ async function startBackground(
     startedAt: new Date().toISOString(),
   };
   await writeProcessMeta(files, meta);
-  return new BackgroundProcess(context, files, meta, request, child, stdin);
+  return new BackgroundProcess(context, files, meta, plan.find, plan.group, request, child, stdin);
 }
 
 /** Re-attaches to a background process by pid: replays its output from the start, then follows it. */
@@ -454,7 +471,8 @@ export async function connectBackground(
 ): Promise<DriverProcess> {
   const record = await findProcessRecord(target.paths.procs, pid);
   if (!record) throw localError("NotFound", `no background process ${pid} in local sandbox ${target.id}`);
-  return new BackgroundProcess(context, record.files, record.meta, output);
+  const find = await backgroundFinder(context, target, record.meta.token);
+  return new BackgroundProcess(context, record.files, record.meta, find, undefined, output);
 }
 
 /** Lists the background processes of a sandbox, oldest first. */
@@ -482,7 +500,8 @@ export async function killBackground(
 ): Promise<void> {
   const record = await findProcessRecord(target.paths.procs, pid);
   if (!record) throw localError("NotFound", `no background process ${pid} in local sandbox ${target.id}`);
-  await killRecordedProcess(context, record.files, record.meta, signal);
+  const find = await backgroundFinder(context, target, record.meta.token);
+  await killRecordedProcess(context, record.files, record.meta, find, signal);
 }
 
 /** Records every running background process of a sandbox as killed with `signal` (before a stop). */

@@ -1,21 +1,57 @@
-import { statSync } from "node:fs";
+import { realpathSync, statSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
+import { join } from "node:path";
 import { type DriverCommand, EXEC_ARGS_SCRIPT } from "@sbox/core/spec";
-import { bwrapArgs, SANDBOX_TMP, SANDBOX_WORKSPACE } from "./local-bwrap.js";
+import {
+  COMMAND_GROUP_PREFIX,
+  commandGroup,
+  joinFiles,
+  processesOf,
+  type SandboxCgroup,
+  trackingDir,
+} from "./local-cgroups.js";
 import { localError } from "./local-errors.js";
+import type { HolderRecord } from "./local-holder.js";
+import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
-import type { NamespaceCache } from "./local-namespace-cache.js";
-import { hostCwdWithoutIsolation, type SandboxView, sandboxCwd } from "./local-paths.js";
-import { COMMAND_TAG_VARIABLE, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
+import { hostPrefix, prefixSteps, SYSTEM_PATH, sandboxResources } from "./local-launch.js";
+import type { LocalResources } from "./local-limits.js";
+import type { LocalMount } from "./local-options.js";
+import {
+  hostCwdWithoutIsolation,
+  SANDBOX_HOME,
+  SANDBOX_TMP,
+  type SandboxView,
+  sandboxCwd,
+} from "./local-paths.js";
+import {
+  COMMAND_TAG_VARIABLE,
+  findTaggedProcesses,
+  type ProcessFinder,
+  pidNamespaceMembers,
+  readProcStat,
+  SANDBOX_TAG_VARIABLE,
+  taggedProcesses,
+} from "./local-procfs.js";
+import { seccompFile } from "./local-seccomp-file.js";
 import type { LocalSandboxPaths, LocalSandboxRecord } from "./local-state.js";
 
-/** How to start one process: the executable, its arguments, host cwd and environment. */
+/** How to start one process, and how to find what it starts. */
 export interface LaunchPlan {
   readonly file: string;
   readonly args: readonly string[];
-  /** Host directory for `spawn`'s cwd (under bubblewrap the sandbox cwd is set with `--chdir`). */
+  /** Host directory for `spawn`'s cwd (the launcher's; the command changes to its own inside). */
   readonly cwd: string;
+  /** The launcher's environment: fixed, never the caller's (that goes in through bubblewrap's arguments). */
   readonly env: Record<string, string>;
+  /** Files holding this start's arguments, to remove once the command runs. */
+  readonly launchFiles: readonly string[];
+  /** The command's own cgroup, when the sandbox has cgroups. */
+  readonly group?: string | undefined;
+  /** Finds every process of this command, fresh on every call. */
+  readonly find: ProcessFinder;
+  /** Launchers that catchable signals must spare (they would die of them and orphan the command). */
+  readonly spareExes: readonly string[];
 }
 
 /** What a command needs to know about its sandbox. */
@@ -25,63 +61,98 @@ export interface CommandTarget {
   readonly record: LocalSandboxRecord;
 }
 
+/** A sandbox whose namespaces run: what every command of it joins. */
+export interface RunningSandbox {
+  readonly holder: HolderRecord;
+  readonly cgroup: SandboxCgroup | undefined;
+}
+
 /** What to run. */
 export interface CommandInput {
-  /** A command, or `undefined` for an interactive login shell (pty). */
+  /** A command, or `undefined` for an interactive shell (pty). */
   readonly command: DriverCommand | undefined;
   readonly cwd?: string | undefined;
   readonly env?: Readonly<Record<string, string>> | undefined;
   readonly user?: string | undefined;
   /** Tag of this command's processes (see `COMMAND_TAG_VARIABLE`). */
   readonly tag: string;
-  /** Foreground commands die with the host program; background ones survive it. */
-  readonly foreground: boolean;
+  /** Foreground commands get a session of their own; a pty keeps the terminal's. */
+  readonly session: "new" | "terminal";
   /** Extra variables set by the provider (TERM for a pty). */
   readonly extraEnv?: Readonly<Record<string, string>> | undefined;
   /** Under bubblewrap: report readiness on READY_FD (the caller provides it) so setup failures can be retried. */
   readonly readyFd?: boolean | undefined;
-  /** Descriptor number (in the child) of the sandbox's PID namespace to join; a new one when absent. */
-  readonly pidNamespaceFd?: number | undefined;
+  /** Background commands take their stderr from COMMAND_STDERR_FD, so bubblewrap's messages stay apart. */
+  readonly swapStderr?: boolean | undefined;
+  /** Where the start's argument file goes (`<sandbox>/launch`, or a background process's record). */
+  readonly launchDir: string;
+  /** The interactive shell of a pty without a command. */
+  readonly terminalShell?: string | undefined;
 }
 
 /** Settings shared by every command of a provider instance. */
 export interface CommandSettings {
   readonly shell: string;
   readonly path: string;
-  /** Host directories hidden inside the sandbox (the state root). */
-  readonly hide: readonly string[];
-  /** PID namespaces of this provider instance's sandboxes, kept open between commands. */
-  readonly namespaces: NamespaceCache;
+  /** Host paths given to every sandbox. */
+  readonly mounts: readonly LocalMount[];
+  /** The state root (the syscall filter file lives there). */
+  readonly stateRoot: string;
 }
 
-/** The view of `target` under `isolation`. */
+/** The view of `target` under `isolation`: its directories, and the host id of the sandbox user. */
 export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): SandboxView {
-  return { isolation: isolation.mode, workspace: target.paths.workspace, tmp: target.paths.tmp };
+  const identity = hostIdentity();
+  const owner =
+    isolation.mode === "bwrap" && identity.root
+      ? { uid: identity.sandboxUid, gid: identity.sandboxGid }
+      : undefined;
+  return {
+    isolation: isolation.mode,
+    workspace: target.paths.workspace,
+    tmp: target.paths.tmp,
+    home: target.paths.home,
+    owner,
+  };
 }
 
 /** Descriptor on which a command under bubblewrap reports that the sandbox was set up and it started. */
 export const READY_FD = 4;
 /** Descriptor that carries a background command's stderr past bubblewrap's own (see the wrapper). */
 export const COMMAND_STDERR_FD = 5;
+/** The variable the command's first step changes directory with, then unsets. */
+const CWD_VARIABLE = "SBOX_LOCAL_CWD";
 
 /**
- * Under bubblewrap the command first writes one byte to READY_FD (then closes it): bubblewrap can fail to
- * set the sandbox up (a host mount vanishing while it is bound, e.g. a container's), and only this byte
- * tells such a failure, which is safe to retry, from the command's own exit. With `swapStderr` it also
- * takes its stderr from COMMAND_STDERR_FD, so bubblewrap's messages can be kept apart.
+ * What every command under bubblewrap does before it runs: report on READY_FD that the sandbox is set up
+ * (bubblewrap can fail to set it up, and only this byte tells such a failure, which is safe to retry, from the
+ * command's own exit), close the descriptors its launchers used, optionally take its stderr from
+ * COMMAND_STDERR_FD, and change to its working directory (failing like `cd` when it is missing).
  */
-function readyPrefix(ready: boolean, swapStderr: boolean): string {
-  if (!ready) return "";
+function sandboxPrefix(ready: boolean, swapStderr: boolean): string {
+  const signal = ready ? `printf . >&${READY_FD}; exec ${READY_FD}>&- ` : "exec ";
   const swap = swapStderr ? ` 2>&${COMMAND_STDERR_FD} ${COMMAND_STDERR_FD}>&-` : "";
-  return `printf . >&${READY_FD}; exec ${READY_FD}>&-${swap}; `;
+  return (
+    `${signal}3>&- 6>&- 7>&-${swap}; ` +
+    `cd -- "$${CWD_VARIABLE}" 2>/dev/null || { printf 'sbox: cannot change directory to %s: No such directory\\n' "$${CWD_VARIABLE}" >&2; exit 1; }; ` +
+    `unset ${CWD_VARIABLE}; `
+  );
 }
 
 // EXEC_ARGS_SCRIPT (core) ends in `exec "$@"`: argv runs without any shell interpretation, and a missing
 // program is reported as a shell reports it (`name: command not found`, exit 127) rather than in the
 // wrapper's words, the same way with and without bubblewrap. A script runs through `eval` after `set --`, which behaves like
 // `sh -c script` (no positional parameters) without a second shell.
-function commandArgv(shell: string, command: DriverCommand | undefined, prefix: string): string[] {
-  if (command === undefined) return [shell];
+function commandArgv(
+  shell: string,
+  command: DriverCommand | undefined,
+  prefix: string,
+  terminalShell?: string,
+): string[] {
+  if (command === undefined) {
+    if (prefix === "") return [terminalShell ?? shell];
+    return [shell, "-c", `${prefix}exec "$0"`, terminalShell ?? shell];
+  }
   if ("shell" in command) {
     return prefix === ""
       ? [shell, "-c", command.shell]
@@ -91,12 +162,20 @@ function commandArgv(shell: string, command: DriverCommand | undefined, prefix: 
   return [shell, "-c", `${prefix}${EXEC_ARGS_SCRIPT}`, "sh", ...command.argv];
 }
 
-function assertUser(user: string | undefined): void {
+function assertUser(user: string | undefined, isolation: ResolvedIsolation): void {
   if (user === undefined) return;
+  if (isolation.mode === "bwrap") {
+    if (user === SANDBOX_USER.name) return;
+    throw localError(
+      "NotSupported",
+      `commands in a local sandbox run as ${JSON.stringify(SANDBOX_USER.name)}; running as ${JSON.stringify(user)} is not supported`,
+    );
+  }
   let current: string | undefined;
   try {
     current = userInfo().username;
   } catch {
+    // A uid without an account (os.userInfo throws): there is no name to be asked for.
     current = undefined;
   }
   if (user !== current) {
@@ -107,17 +186,106 @@ function assertUser(user: string | undefined): void {
   }
 }
 
+let launchCounter = 0;
+
+/** Writes bubblewrap's arguments to a file only the provider can read (they hold the command's environment). */
+function writeArgsFile(dir: string, tag: string, args: readonly string[]): string {
+  const path = join(dir, `${tag}-${++launchCounter}.args`);
+  writeFileSync(path, `${args.join("\0")}\0`, { mode: 0o600 });
+  return path;
+}
+
+let spareCache: string[] | undefined;
+
+/** The executables of the launch chain under bubblewrap, as `/proc/<pid>/exe` shows them. */
+function launchExes(isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>): string[] {
+  if (!spareCache) {
+    spareCache = [isolation.bwrapPath];
+    try {
+      spareCache.push(realpathSync(isolation.programs.nsenter));
+    } catch {
+      // not there: the launch fails anyway
+    }
+  }
+  return spareCache;
+}
+
+/** A finder for a command's processes: its cgroup, else its tag among the sandbox's, else on the host. */
+function commandFinder(
+  tag: string,
+  group: string | undefined,
+  holder: HolderRecord | undefined,
+): ProcessFinder {
+  if (group !== undefined) {
+    return async () => {
+      const found = [];
+      for (const pid of await processesOf(group)) {
+        const stat = await readProcStat(pid);
+        if (stat && stat.state !== "Z" && stat.state !== "X") found.push(stat);
+      }
+      return found;
+    };
+  }
+  if (holder !== undefined) {
+    return async () => {
+      const members = await pidNamespaceMembers(holder.pidNamespace);
+      return findTaggedProcesses(
+        COMMAND_TAG_VARIABLE,
+        tag,
+        members.map((member) => member.pid),
+      );
+    };
+  }
+  return taggedProcesses({ name: COMMAND_TAG_VARIABLE, value: tag });
+}
+
 /**
- * Plans one process. Returns a message instead when the working directory does not exist without
- * isolation (bubblewrap reports that itself), so that the command fails like `cd` would, with exit 1.
+ * A finder for the processes of command `tag` started earlier, perhaps by another program: its cgroup, else
+ * its tag among the processes of the sandbox's PID namespace (none when the sandbox is not running), else,
+ * without isolation, its tag among the host's processes.
+ */
+export function finderForCommand(
+  tag: string,
+  cgroup: SandboxCgroup | undefined,
+  holder: HolderRecord | undefined,
+  bwrap: boolean,
+): ProcessFinder {
+  if (cgroup)
+    return commandFinder(tag, join(trackingDir(cgroup), `${COMMAND_GROUP_PREFIX}${tag}`), undefined);
+  if (bwrap && !holder) return async () => [];
+  return commandFinder(tag, undefined, holder);
+}
+
+/** rlimits a command's launcher sets: all of them without cgroups, else only the file size (disk). */
+function launchLimits(resources: LocalResources, cgroup: SandboxCgroup | undefined, bwrap: boolean) {
+  return {
+    resources,
+    shell: "/bin/sh",
+    withMemory: cgroup === undefined,
+    // Without isolation the process count would be this user's on the whole host.
+    withProcesses: cgroup === undefined && bwrap,
+  };
+}
+
+/**
+ * Plans one process. Under bubblewrap the launch is `sh` (joins the sandbox's cgroup, sets its limits) →
+ * `nsenter` (into the holder's mount, network, IPC, UTS and PID namespaces; unprivileged, its user namespace
+ * first) → `bwrap` (builds the command's view from the holder's, switches to the sandbox user, drops every
+ * capability, loads the syscall filter, clears the environment and sets the command's with `--setenv`) →
+ * the command. Every launcher runs with a fixed environment and `/` as its directory: nothing the caller
+ * passes reaches a host program (the command's environment is in an argument file only the provider can
+ * read, never on a command line). Returns a message instead when the working directory does not exist
+ * without isolation, so that the command fails like `cd` would, with exit 1.
  */
 export function planLaunch(
   settings: CommandSettings,
   isolation: ResolvedIsolation,
   target: CommandTarget,
   input: CommandInput,
+  running: RunningSandbox | undefined,
+  cgroup: SandboxCgroup | undefined,
 ): LaunchPlan | { cwdProblem: string } {
-  assertUser(input.user);
+  assertUser(input.user, isolation);
   const { paths, record } = target;
   const bwrap = isolation.mode === "bwrap";
   if (record.egress === "block-all" && !bwrap) {
@@ -126,47 +294,121 @@ export function planLaunch(
       `local sandbox ${target.id} has egress blocked, which needs bubblewrap; this provider runs without isolation (${isolation.reason ?? "isolation: none"})`,
     );
   }
-  const env: Record<string, string> = {
+  const tags = { [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: input.tag };
+  const launcherEnv = { PATH: SYSTEM_PATH, ...tags };
+  const resources = sandboxResources(record);
+  const group = cgroup ? commandGroup(cgroup, input.tag) : undefined;
+  const cgroupFiles = cgroup && group ? joinFiles(cgroup, group) : [];
+  const limits = launchLimits(resources, cgroup, bwrap);
+  if (!bwrap) {
+    const env: Record<string, string> = {
+      PATH: settings.path,
+      HOME: paths.home,
+      TMPDIR: paths.tmp,
+      LANG: "C.UTF-8",
+      ...input.extraEnv,
+      ...record.env,
+      ...input.env,
+      // Last, so no command can drop them: they let the provider find every process of the sandbox.
+      ...tags,
+    };
+    const hostCwd = hostCwdWithoutIsolation(viewOf(target, isolation), input.cwd);
+    let isDirectory = false;
+    try {
+      isDirectory = statSync(hostCwd).isDirectory();
+    } catch {
+      isDirectory = false;
+    }
+    if (!isDirectory) {
+      return { cwdProblem: `sbox: cannot change directory to ${input.cwd ?? hostCwd}: No such directory\n` };
+    }
+    // Without isolation the command's own shell joins the cgroup and sets the limits first: no extra program.
+    const steps = prefixSteps({ cgroupFiles, rlimits: { ...limits, shell: settings.shell } });
+    const argv = commandArgv(settings.shell, input.command, `${steps}\n`, input.terminalShell);
+    return {
+      file: argv[0]!,
+      args: argv.slice(1),
+      cwd: hostCwd,
+      env,
+      launchFiles: [],
+      group,
+      find: commandFinder(input.tag, group, undefined),
+      spareExes: [],
+    };
+  }
+  if (!running) throw localError("Provider", "a bubblewrap command needs its sandbox's namespaces");
+  const identity = hostIdentity();
+  const { holder } = running;
+  const anchor = holder.anchor.pid;
+  const sandboxEnv: Record<string, string> = {
     PATH: settings.path,
-    HOME: bwrap ? SANDBOX_WORKSPACE : paths.workspace,
-    TMPDIR: bwrap ? SANDBOX_TMP : paths.tmp,
+    HOME: SANDBOX_HOME,
+    USER: SANDBOX_USER.name,
+    LOGNAME: SANDBOX_USER.name,
+    TMPDIR: SANDBOX_TMP,
     LANG: "C.UTF-8",
     ...input.extraEnv,
     ...record.env,
     ...input.env,
-    // Last, so no command can drop them: they let the provider find every process of the sandbox.
-    [SANDBOX_TAG_VARIABLE]: target.id,
-    [COMMAND_TAG_VARIABLE]: input.tag,
+    [CWD_VARIABLE]: sandboxCwd(input.cwd),
+    ...tags,
   };
+  const joinNetwork = !(holder.network === "host" && record.egress === "allow-all");
+  const nsenter = [
+    isolation.programs.nsenter,
+    ...(identity.root ? [] : ["--preserve-credentials", `--user=/proc/${anchor}/ns/user`]),
+    `--mount=/proc/${anchor}/ns/mnt`,
+    ...(joinNetwork ? [`--net=/proc/${anchor}/ns/net`] : []),
+    `--ipc=/proc/${anchor}/ns/ipc`,
+    `--uts=/proc/${anchor}/ns/uts`,
+    `--pid=/proc/${anchor}/ns/pid`,
+    "--",
+  ];
+  const seccomp = seccompFile(settings.stateRoot);
+  const bwrapOptions = [
+    ...(identity.root ? ["--userns", "3"] : ["--unshare-user"]),
+    "--uid",
+    String(SANDBOX_USER.uid),
+    "--gid",
+    String(SANDBOX_USER.gid),
+    // The holder's view, as it is: the system directories, the sandbox's own, the masks over /proc.
+    "--bind",
+    "/",
+    "/",
+    "--dev-bind",
+    "/dev",
+    "/dev",
+    "--cap-drop",
+    "ALL",
+    ...(input.session === "new" ? ["--new-session"] : []),
+    ...(seccomp ? ["--seccomp", "7"] : []),
+    "--clearenv",
+    ...Object.entries(sandboxEnv).flatMap(([key, value]) => ["--setenv", key, value]),
+    "--chdir",
+    "/",
+  ];
+  const argsFile = writeArgsFile(input.launchDir, input.tag, bwrapOptions);
+  const prefix = hostPrefix({
+    anchor: { pid: anchor, startTime: holder.anchor.startTime, userNamespaceFd: identity.root },
+    args: argsFile,
+    seccomp,
+    cgroupFiles,
+    rlimits: limits,
+  });
   const argv = commandArgv(
     settings.shell,
     input.command,
-    readyPrefix(bwrap && input.command !== undefined && input.readyFd === true, !input.foreground),
+    sandboxPrefix(input.readyFd === true, input.swapStderr === true),
+    input.terminalShell,
   );
-  // Checked on the host for both modes (outside /workspace and /tmp the sandbox sees the host's files): a
-  // missing directory fails the command like `cd` would, instead of failing bubblewrap's setup.
-  const hostCwd = hostCwdWithoutIsolation(viewOf(target, { mode: "none", reason: "" }), input.cwd);
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(hostCwd).isDirectory();
-  } catch {
-    isDirectory = false;
-  }
-  if (!isDirectory) {
-    return { cwdProblem: `sbox: cannot change directory to ${input.cwd ?? hostCwd}: No such directory\n` };
-  }
-  if (bwrap) {
-    const args = bwrapArgs({
-      bwrapPath: isolation.bwrapPath,
-      workspace: paths.workspace,
-      tmp: paths.tmp,
-      cwd: sandboxCwd(input.cwd),
-      unshareNet: record.egress === "block-all",
-      dieWithParent: input.foreground,
-      hide: settings.hide,
-      pid: input.pidNamespaceFd === undefined ? "new" : { join: input.pidNamespaceFd },
-    });
-    return { file: isolation.bwrapPath, args: [...args, "--", ...argv], cwd: paths.workspace, env };
-  }
-  return { file: argv[0]!, args: argv.slice(1), cwd: hostCwd, env };
+  return {
+    file: "/bin/sh",
+    args: ["-c", prefix, "sbox-launch", ...nsenter, isolation.bwrapPath, "--args", "6", "--", ...argv],
+    cwd: "/",
+    env: launcherEnv,
+    launchFiles: [argsFile],
+    group,
+    find: commandFinder(input.tag, group, holder),
+    spareExes: launchExes(isolation),
+  };
 }

@@ -1,13 +1,51 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { rmdir, unlink } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import type { DriverExecRequest, DriverExit, DriverOutputCallbacks } from "@sbox/core/spec";
-import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
+import { type CommandSettings, type CommandTarget, type LaunchPlan, planLaunch } from "./local-command.js";
 import { abortErrorOf, localError, throwIfAborted, toLocalError } from "./local-errors.js";
-import { NAMESPACE_CHILD_FD, namespaceForCommand } from "./local-holder.js";
+import { ensureRunning } from "./local-holder.js";
+import type { HolderCache } from "./local-holder-cache.js";
 import { newLocalId } from "./local-ids.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
-import { COMMAND_TAG_VARIABLE, signalNumber, signalTree } from "./local-procfs.js";
+import { sandboxCgroupFor, sandboxResources } from "./local-launch.js";
+import { signalNumber, signalTree } from "./local-procfs.js";
 import { feedStdin } from "./local-stdin.js";
+
+/** Everything a command start needs from its provider instance. */
+export interface CommandContext {
+  readonly settings: CommandSettings;
+  readonly isolation: ResolvedIsolation;
+  readonly holders: HolderCache;
+}
+
+/** Plans a command of `target`: its sandbox's namespaces (started when needed) and cgroup first. */
+export async function planCommand(
+  context: CommandContext,
+  target: CommandTarget,
+  input: Omit<Parameters<typeof planLaunch>[3], "launchDir"> & { launchDir?: string | undefined },
+): Promise<LaunchPlan | { cwdProblem: string }> {
+  const { settings, isolation } = context;
+  const running =
+    isolation.mode === "bwrap"
+      ? await ensureRunning(settings, isolation, target, context.holders)
+      : undefined;
+  const cgroup = running ? running.cgroup : await sandboxCgroupFor(target, sandboxResources(target.record));
+  return planLaunch(
+    settings,
+    isolation,
+    target,
+    { ...input, launchDir: input.launchDir ?? target.paths.launch },
+    running,
+    cgroup,
+  );
+}
+
+/** Removes what a start left: its argument files, and its cgroup once nothing of it runs any more. */
+export function cleanUpLaunch(plan: LaunchPlan, ended: boolean): void {
+  for (const file of plan.launchFiles) void unlink(file).catch(() => {});
+  if (ended && plan.group !== undefined) void rmdir(plan.group).catch(() => {});
+}
 
 /** How long a command killed with a catchable signal may take before its tree is killed outright. */
 const GRACEFUL_KILL_MS = 2_000;
@@ -40,8 +78,7 @@ export function exitOf(code: number | null, signal: NodeJS.Signals | null, deliv
  * command outlives its `run()` (bubblewrap's PID namespace does the same on its own).
  */
 export async function runForeground(
-  settings: CommandSettings,
-  isolation: ResolvedIsolation,
+  context: CommandContext,
   target: CommandTarget,
   request: DriverExecRequest,
   output: DriverOutputCallbacks,
@@ -49,7 +86,7 @@ export async function runForeground(
   let failure = "";
   for (let attempt = 0; attempt <= SETUP_RETRIES; attempt++) {
     throwIfAborted(request.signal, "exec");
-    const outcome = await runOnce(settings, isolation, target, request, output);
+    const outcome = await runOnce(context, target, request, output);
     if (!("setupFailed" in outcome)) return outcome;
     failure = outcome.setupFailed;
     await new Promise((resolve) => setTimeout(resolve, 10 * (attempt + 1)));
@@ -59,52 +96,41 @@ export async function runForeground(
 
 /** One start of a command; `setupFailed` (bubblewrap's message) when the command never began. */
 async function runOnce(
-  settings: CommandSettings,
-  isolation: ResolvedIsolation,
+  context: CommandContext,
   target: CommandTarget,
   request: DriverExecRequest,
   output: DriverOutputCallbacks,
 ): Promise<DriverExit | { setupFailed: string }> {
   const tag = newLocalId();
-  const namespace = await namespaceForCommand(settings, isolation, target);
+  const isolation = context.isolation;
   const watchReady = isolation.mode === "bwrap";
-  let plan: ReturnType<typeof planLaunch>;
-  try {
-    plan = planLaunch(settings, isolation, target, {
-      command: request.command,
-      cwd: request.cwd,
-      env: request.env,
-      user: request.user,
-      tag,
-      foreground: true,
-      readyFd: watchReady,
-      pidNamespaceFd: namespace === undefined ? undefined : NAMESPACE_CHILD_FD,
-    });
-  } catch (error) {
-    namespace?.release();
-    throw error;
-  }
+  const plan = await planCommand(context, target, {
+    command: request.command,
+    cwd: request.cwd,
+    env: request.env,
+    user: request.user,
+    tag,
+    session: "new",
+    readyFd: watchReady,
+  });
   if ("cwdProblem" in plan) {
-    namespace?.release();
     output.onStderr(Buffer.from(plan.cwdProblem));
     return { exitCode: 1 };
   }
   const launch = plan;
-  const treeTag = { name: COMMAND_TAG_VARIABLE, value: tag };
   return new Promise<DriverExit | { setupFailed: string }>((resolve, reject) => {
     let child: ChildProcessByStdio<Writable, Readable, Readable>;
     try {
       child = spawn(launch.file, launch.args, {
         cwd: launch.cwd,
         env: launch.env,
-        stdio: watchReady
-          ? ["pipe", "pipe", "pipe", namespace?.fd ?? "ignore", "pipe"]
-          : ["pipe", "pipe", "pipe"],
+        stdio: watchReady ? ["pipe", "pipe", "pipe", "ignore", "pipe"] : ["pipe", "pipe", "pipe"],
         // Its own process group, so a kill reaches everything it forks.
         detached: true,
       }) as ChildProcessByStdio<Writable, Readable, Readable>;
-    } finally {
-      namespace?.release();
+    } catch (error) {
+      cleanUpLaunch(launch, true);
+      throw error;
     }
     let settled = false;
     let exit: DriverExit | undefined;
@@ -117,6 +143,7 @@ async function runOnce(
     const becomeReady = () => {
       if (ready) return;
       ready = true;
+      cleanUpLaunch(launch, false);
       for (const { stream, chunk } of held) (stream === "out" ? output.onStdout : output.onStderr)(chunk);
       held.length = 0;
       feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
@@ -124,10 +151,11 @@ async function runOnce(
 
     const killTree = (signal: string): Promise<void> => {
       delivered = signal;
-      return signalTree(treeTag, signal, {
+      return signalTree(launch.find, signal, {
         groups: child.pid ? [child.pid] : [],
-        // bubblewrap's monitor would die of a catchable signal and leave the command running unobserved.
-        spare: isolation.mode === "bwrap" ? { exe: isolation.bwrapPath } : undefined,
+        // The launchers (nsenter, bubblewrap's monitor) would die of a catchable signal and leave the command
+        // running unobserved.
+        spare: isolation.mode === "bwrap" ? { exes: launch.spareExes } : undefined,
       }).then(() => {});
     };
     const onAbort = () => {
@@ -147,6 +175,7 @@ async function runOnce(
       settled = true;
       request.signal.removeEventListener("abort", onAbort);
       if (closeTimer) clearTimeout(closeTimer);
+      cleanUpLaunch(launch, true);
       if (error !== undefined) return reject(toLocalError(error, "exec"));
       if (request.signal.aborted) {
         // Report the abort only once the tree is really gone.
@@ -183,14 +212,18 @@ async function runOnce(
         setImmediate(() => {
           if (settled || outputEnded()) return;
           // The group is still referenced by its members, so its id cannot have been reused by then.
-          void signalTree(treeTag, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(() => {
+          const stopWaiting = () => {
             if (settled) return;
-            // Only processes that left both the group and the tag can still hold the pipes: stop waiting.
+            // Only processes that left both the group and the command's tree can still hold the pipes.
             closeTimer = setTimeout(() => {
               child.stdout.destroy();
               child.stderr.destroy();
             }, 2_000);
-          });
+          };
+          void signalTree(launch.find, "SIGKILL", { groups: child.pid ? [child.pid] : [] }).then(
+            stopWaiting,
+            stopWaiting,
+          );
         });
       }, LEFTOVER_GRACE_MS);
     });

@@ -1,13 +1,18 @@
 import { constants, type Stats } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, rmdir, unlink } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, readdir, rename, rmdir, unlink } from "node:fs/promises";
 import { type DirEntry, type FileInfo, type FileType, SandboxError } from "@sbox/core/spec";
 import { localError, throwIfAborted } from "./local-errors.js";
 import {
-  assertDescriptorInside,
-  childSandboxPath,
-  resolveSandboxPath,
-  type SandboxView,
-} from "./local-paths.js";
+  at,
+  closeQuietly,
+  fstatFd,
+  giveDirectoryToSandbox,
+  openEntryDirectory,
+  type ResolvedEntry,
+  withEntry,
+} from "./local-fd-paths.js";
+import { childSandboxPath, type SandboxView } from "./local-paths.js";
+import { removeEntryTree } from "./local-tree.js";
 
 const READ_CHUNK_BYTES = 256 * 1024;
 
@@ -27,11 +32,6 @@ function baseName(path: string): string {
   return parts[parts.length - 1] || "/";
 }
 
-function parentOf(path: string): string {
-  const index = path.lastIndexOf("/");
-  return index <= 0 ? "/" : path.slice(0, index);
-}
-
 function notFound(path: string, cause?: unknown): Error {
   return localError("NotFound", `no such file or directory: ${path}`, cause);
 }
@@ -46,18 +46,21 @@ function fileError(error: unknown, path: string): Error {
     case "EISDIR":
       return localError("Validation", `${path} is a directory`, error);
     case "ENOTDIR":
-      return localError("Validation", `a parent of ${path} is not a directory`, error);
+      return localError("Validation", `${path} (or a parent of it) is not a directory`, error);
     case "EEXIST":
       return localError("Conflict", `${path} already exists`, error);
     case "ENOTEMPTY":
       return localError("Conflict", `directory ${path} is not empty (use recursive)`, error);
     case "ELOOP":
-      return localError("Validation", `${path} is a symlink that changed while it was being opened`, error);
+      return localError("Conflict", `${path} was replaced by a symlink while it was being opened`, error);
+    case "ENXIO":
+      return localError("Validation", `${path} is not a regular file`, error);
     case "EACCES":
     case "EPERM":
       return localError("Unauthorized", `permission denied: ${path}`, error);
     case "ENOSPC":
     case "EDQUOT":
+    case "EFBIG":
       return localError("QuotaExceeded", `no space left for ${path}`, error);
     default:
       return error instanceof Error && "code" in error
@@ -66,40 +69,70 @@ function fileError(error: unknown, path: string): Error {
   }
 }
 
-async function openRegularForRead(view: SandboxView, path: string): Promise<FileHandle> {
-  const resolved = await resolveSandboxPath(view, path, { followFinal: true });
-  let handle: FileHandle;
+/** Runs a file operation on `path`, mapping what it throws. */
+async function guarded<T>(path: string, work: () => Promise<T>): Promise<T> {
   try {
-    // O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: the last component was resolved already.
-    handle = await open(resolved.hostPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    return await work();
   } catch (error) {
     throw fileError(error, path);
   }
-  try {
-    await assertDescriptorInside(view, handle.fd, path);
-    const stats = await handle.stat();
-    if (stats.isDirectory()) throw localError("Validation", `${path} is a directory`);
-    if (!stats.isFile()) throw localError("Validation", `${path} is not a regular file`);
-    return handle;
-  } catch (error) {
-    await handle.close().catch(() => {});
-    throw error;
-  }
 }
 
-/** Reads a whole file. */
+async function openRegularForRead(view: SandboxView, path: string): Promise<FileHandle> {
+  return withEntry(view, path, { followFinal: true }, async (entry) => {
+    if (entry.name === undefined) throw localError("Validation", `${path} is a directory`);
+    // O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: a symlink swapped in since the walk is refused.
+    const handle = await open(entry.at, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const stats = await handle.stat();
+      if (stats.isDirectory()) throw localError("Validation", `${path} is a directory`);
+      if (!stats.isFile()) throw localError("Validation", `${path} is not a regular file`);
+      return handle;
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  });
+}
+
+/**
+ * Reads a whole file into one buffer of its size, filled in place: the bytes are held once, never collected
+ * in chunks and copied again. A file that grows while it is read is read to its new end.
+ */
 export async function readSandboxFile(
   view: SandboxView,
   path: string,
   signal: AbortSignal,
 ): Promise<Uint8Array> {
   throwIfAborted(signal, "files.read");
-  const handle = await openRegularForRead(view, path);
-  try {
-    return new Uint8Array(await handle.readFile({ signal }));
-  } finally {
-    await handle.close().catch(() => {});
-  }
+  return guarded(path, async () => {
+    const handle = await openRegularForRead(view, path);
+    try {
+      let buffer = new Uint8Array((await handle.stat()).size);
+      let length = 0;
+      for (;;) {
+        throwIfAborted(signal, "files.read");
+        if (length === buffer.byteLength) {
+          // Full: either the end, or the file grew. A probe read tells which without copying anything yet.
+          const probe = new Uint8Array(READ_CHUNK_BYTES);
+          const { bytesRead } = await handle.read(probe, 0, probe.byteLength, length);
+          if (bytesRead === 0) break;
+          const grown = new Uint8Array(Math.max(buffer.byteLength * 2, length + bytesRead));
+          grown.set(buffer.subarray(0, length));
+          grown.set(probe.subarray(0, bytesRead), length);
+          buffer = grown;
+          length += bytesRead;
+          continue;
+        }
+        const { bytesRead } = await handle.read(buffer, length, buffer.byteLength - length, length);
+        if (bytesRead === 0) break;
+        length += bytesRead;
+      }
+      return length === buffer.byteLength ? buffer : buffer.subarray(0, length);
+    } finally {
+      await handle.close().catch(() => {});
+    }
+  });
 }
 
 /** Streams a file in chunks read on demand, so files larger than memory can be read. */
@@ -109,7 +142,7 @@ export async function readSandboxFileStream(
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   throwIfAborted(signal, "files.readStream");
-  const handle = await openRegularForRead(view, path);
+  const handle = await guarded(path, () => openRegularForRead(view, path));
   let position = 0;
   let closed = false;
   const close = async () => {
@@ -144,22 +177,15 @@ export async function readSandboxFileStream(
 }
 
 /**
- * Opens a file for writing (creating parent directories), refusing any path that leads out of the sandbox.
- * The descriptor is checked after opening, so a directory swapped for a symlink in between is caught.
+ * Opens a file for writing, creating missing parent directories, without ever leaving the sandbox: the
+ * parents are walked and created relative to descriptors, and the file is opened relative to its parent's
+ * descriptor with `O_NOFOLLOW`, so nothing is created or truncated anywhere else.
  */
 async function openForWrite(view: SandboxView, path: string, mode: number | undefined): Promise<FileHandle> {
-  const parent = await resolveSandboxPath(view, parentOf(absolutePathOf(path)), { followFinal: true });
-  try {
-    await mkdir(parent.hostPath, { recursive: true });
-  } catch (error) {
-    throw fileError(error, parentOf(absolutePathOf(path)));
-  }
-  const resolved = await resolveSandboxPath(view, path, { followFinal: true });
-  if (resolved.isAreaRoot) throw localError("Validation", `${path} is a directory`);
-  let handle: FileHandle;
-  try {
-    handle = await open(
-      resolved.hostPath,
+  return withEntry(view, path, { followFinal: true, create: "parents" }, async (entry) => {
+    if (entry.name === undefined) throw localError("Validation", `${path} is a directory`);
+    const handle = await open(
+      entry.at,
       constants.O_WRONLY |
         constants.O_CREAT |
         constants.O_TRUNC |
@@ -167,25 +193,18 @@ async function openForWrite(view: SandboxView, path: string, mode: number | unde
         constants.O_NONBLOCK,
       mode ?? 0o644,
     );
-  } catch (error) {
-    throw fileError(error, path);
-  }
-  try {
-    await assertDescriptorInside(view, handle.fd, path);
-    const stats = await handle.stat();
-    if (!stats.isFile()) throw localError("Validation", `${path} is not a regular file`);
-    // The umask applied at creation; an explicit mode is meant literally.
-    if (mode !== undefined) await handle.chmod(mode);
-    return handle;
-  } catch (error) {
-    await handle.close().catch(() => {});
-    throw error;
-  }
-}
-
-/** Relative paths are taken from `/workspace`. */
-function absolutePathOf(path: string): string {
-  return path.startsWith("/") ? path : `/workspace/${path}`;
+    try {
+      const stats = await handle.stat();
+      if (!stats.isFile()) throw localError("Validation", `${path} is not a regular file`);
+      if (view.owner) await handle.chown(view.owner.uid, view.owner.gid);
+      // The umask applied at creation; an explicit mode is meant literally.
+      if (mode !== undefined) await handle.chmod(mode);
+      return handle;
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  });
 }
 
 /** Writes a whole file, creating parent directories. */
@@ -196,14 +215,14 @@ export async function writeSandboxFile(
   options: { signal: AbortSignal; mode?: number | undefined },
 ): Promise<void> {
   throwIfAborted(options.signal, "files.write");
-  const handle = await openForWrite(view, path, options.mode);
-  try {
-    await handle.writeFile(data);
-  } catch (error) {
-    throw fileError(error, path);
-  } finally {
-    await handle.close().catch(() => {});
-  }
+  await guarded(path, async () => {
+    const handle = await openForWrite(view, path, options.mode);
+    try {
+      await handle.writeFile(data);
+    } finally {
+      await handle.close().catch(() => {});
+    }
+  });
 }
 
 /** Writes a file from a stream chunk by chunk, so it never has to fit in memory. */
@@ -214,7 +233,7 @@ export async function writeSandboxFileStream(
   options: { signal: AbortSignal; mode?: number | undefined },
 ): Promise<void> {
   throwIfAborted(options.signal, "files.write");
-  const handle = await openForWrite(view, path, options.mode);
+  const handle = await guarded(path, () => openForWrite(view, path, options.mode));
   const reader = data.getReader();
   try {
     for (;;) {
@@ -238,6 +257,13 @@ export async function writeSandboxFileStream(
   }
 }
 
+/** The directory `entry` names, opened; NotFound when it is missing. */
+async function openListedDirectory(entry: ResolvedEntry, path: string): Promise<number> {
+  const dir = await openEntryDirectory(entry);
+  if (dir === undefined) throw notFound(path);
+  return dir;
+}
+
 /** Lists a directory; symlinks are listed as symlinks. */
 export async function listSandboxDirectory(
   view: SandboxView,
@@ -245,27 +271,26 @@ export async function listSandboxDirectory(
   signal: AbortSignal,
 ): Promise<DirEntry[]> {
   throwIfAborted(signal, "files.list");
-  const resolved = await resolveSandboxPath(view, path, { followFinal: true });
-  let names: string[];
-  try {
-    names = await readdir(resolved.hostPath);
-  } catch (error) {
-    throw fileError(error, path);
-  }
-  const entries = await Promise.all(
-    names.sort().map(async (name) => {
+  return guarded(path, () =>
+    withEntry(view, path, { followFinal: true }, async (entry) => {
+      const dir = await openListedDirectory(entry, path);
       try {
-        return infoOf(
-          name,
-          childSandboxPath(resolved.sandboxPath, name),
-          await lstat(`${resolved.hostPath}/${name}`),
+        const names = await readdir(at(dir));
+        const entries = await Promise.all(
+          names.sort().map(async (name) => {
+            try {
+              return infoOf(name, childSandboxPath(entry.path, name), await lstat(at(dir, name)));
+            } catch {
+              return undefined; // removed while listing
+            }
+          }),
         );
-      } catch {
-        return undefined; // removed while listing
+        return entries.filter((listed): listed is DirEntry => listed !== undefined);
+      } finally {
+        await closeQuietly(dir);
       }
     }),
   );
-  return entries.filter((entry): entry is DirEntry => entry !== undefined);
 }
 
 /** Describes a path; a symlink is described itself, never followed. */
@@ -275,12 +300,13 @@ export async function statSandboxPath(
   signal: AbortSignal,
 ): Promise<FileInfo> {
   throwIfAborted(signal, "files.stat");
-  const resolved = await resolveSandboxPath(view, path, { followFinal: false });
-  try {
-    return infoOf(baseName(resolved.sandboxPath), resolved.sandboxPath, await lstat(resolved.hostPath));
-  } catch (error) {
-    throw fileError(error, path);
-  }
+  return guarded(path, () =>
+    withEntry(view, path, { followFinal: false }, async (entry) => {
+      // The area root is the held descriptor itself: fstat, since lstat would describe its /proc link.
+      const stats = entry.name === undefined ? await fstatFd(entry.dir) : await lstat(entry.at);
+      return infoOf(baseName(entry.path), entry.path, stats);
+    }),
+  );
 }
 
 /** Creates a directory (with its parents when `recursive`). */
@@ -290,18 +316,20 @@ export async function makeSandboxDirectory(
   options: { signal: AbortSignal; recursive: boolean },
 ): Promise<void> {
   throwIfAborted(options.signal, "files.mkdir");
-  const resolved = await resolveSandboxPath(view, path, { followFinal: false });
-  try {
+  await guarded(path, async () => {
     if (options.recursive) {
-      await mkdir(resolved.hostPath, { recursive: true });
-      const stats = await lstat(resolved.hostPath);
-      if (!stats.isDirectory()) throw localError("Conflict", `${path} exists and is not a directory`);
-    } else {
-      await mkdir(resolved.hostPath);
+      await withEntry(view, path, { followFinal: true, create: "all" }, async (entry) => {
+        const stats = entry.name === undefined ? await fstatFd(entry.dir) : await lstat(entry.at);
+        if (!stats.isDirectory()) throw localError("Conflict", `${path} exists and is not a directory`);
+      });
+      return;
     }
-  } catch (error) {
-    throw fileError(error, path);
-  }
+    await withEntry(view, path, { followFinal: false }, async (entry) => {
+      if (entry.name === undefined) throw localError("Conflict", `${path} already exists`);
+      await mkdir(entry.at, 0o755);
+      await giveDirectoryToSandbox(view, entry.dir, entry.name);
+    });
+  });
 }
 
 /** Removes a file, a symlink (not its target) or a directory (with its content when `recursive`). */
@@ -311,19 +339,18 @@ export async function removeSandboxPath(
   options: { signal: AbortSignal; recursive: boolean },
 ): Promise<void> {
   throwIfAborted(options.signal, "files.remove");
-  const resolved = await resolveSandboxPath(view, path, { followFinal: false });
-  if (resolved.isAreaRoot) throw localError("Validation", `${resolved.sandboxPath} itself cannot be removed`);
-  try {
-    const stats = await lstat(resolved.hostPath);
-    if (!stats.isDirectory()) await unlink(resolved.hostPath);
-    else if (options.recursive) await rm(resolved.hostPath, { recursive: true, force: false, maxRetries: 2 });
-    else await rmdir(resolved.hostPath);
-  } catch (error) {
-    throw fileError(error, path);
-  }
+  await guarded(path, () =>
+    withEntry(view, path, { followFinal: false }, async (entry) => {
+      if (entry.name === undefined) throw localError("Validation", `${entry.path} itself cannot be removed`);
+      const stats = await lstat(entry.at);
+      if (!stats.isDirectory()) await unlink(entry.at);
+      else if (options.recursive) await removeEntryTree(entry.dir, entry.name);
+      else await rmdir(entry.at);
+    }),
+  );
 }
 
-/** Renames within the sandbox (also between `/workspace` and `/tmp`). */
+/** Renames within the sandbox (also between its areas). */
 export async function renameSandboxPath(
   view: SandboxView,
   from: string,
@@ -331,19 +358,18 @@ export async function renameSandboxPath(
   signal: AbortSignal,
 ): Promise<void> {
   throwIfAborted(signal, "files.rename");
-  const source = await resolveSandboxPath(view, from, { followFinal: false });
-  const target = await resolveSandboxPath(view, to, { followFinal: false });
-  if (source.isAreaRoot || target.isAreaRoot) {
-    throw localError("Validation", "/workspace and /tmp themselves cannot be renamed or replaced");
-  }
-  try {
-    await lstat(source.hostPath);
-  } catch (error) {
+  await withEntry(view, from, { followFinal: false }, (source) =>
+    withEntry(view, to, { followFinal: false }, async (target) => {
+      if (source.name === undefined || target.name === undefined) {
+        throw localError(
+          "Validation",
+          "/workspace, /tmp and /home/user themselves cannot be renamed or replaced",
+        );
+      }
+      await guarded(from, () => lstat(source.at));
+      await guarded(to, () => rename(source.at, target.at));
+    }),
+  ).catch((error: unknown) => {
     throw fileError(error, from);
-  }
-  try {
-    await rename(source.hostPath, target.hostPath);
-  } catch (error) {
-    throw fileError(error, to);
-  }
+  });
 }

@@ -1,68 +1,95 @@
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { mkdir, readlink, rm, stat } from "node:fs/promises";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { mkdir, readFile, readlink, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { bwrapArgs, runningAsRoot } from "./local-bwrap.js";
-import type { CommandSettings, CommandTarget } from "./local-command.js";
+import { shellQuote } from "@sbox/core/spec";
+import type { SandboxCgroup } from "./local-cgroups.js";
+import { holderGroup } from "./local-cgroups.js";
+import type { CommandSettings, CommandTarget, RunningSandbox } from "./local-command.js";
 import { localError } from "./local-errors.js";
-import { newLocalId } from "./local-ids.js";
+import type { HolderCache } from "./local-holder-cache.js";
+import { hostIdentity, SANDBOX_USER, sandboxGroup, sandboxPasswd } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
-import type { NamespaceLease } from "./local-namespace-cache.js";
 import {
-  COMMAND_TAG_VARIABLE,
-  findTaggedProcesses,
-  readProcStat,
-  SANDBOX_TAG_VARIABLE,
-} from "./local-procfs.js";
-import { writeFileAtomic } from "./local-state.js";
+  hostPrefix,
+  recordedCgroup,
+  SYSTEM_PATH,
+  sandboxCgroupFor,
+  sandboxResources,
+} from "./local-launch.js";
+import { shmBytes } from "./local-limits.js";
+import {
+  addPortForward,
+  aliveFifo,
+  HOST_LOOPBACK_GATEWAY,
+  type NetworkRecord,
+  networkSupport,
+  SANDBOX_DNS,
+  startNetwork,
+  stopNetwork,
+} from "./local-network.js";
+import { COMMAND_TAG_VARIABLE, readProcStat, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
+import { seccompFile } from "./local-seccomp-file.js";
+import { ensureSandboxDirectories, writeFileAtomic } from "./local-state.js";
+import { viewArgs } from "./local-view.js";
 
-/** `holder.json`: the process that keeps a sandbox's PID namespace alive. */
-interface HolderRecord {
-  /** Host pid of the holder's shell inside the namespace. */
+/** A process identified across pid reuse. */
+export interface ProcessIdentity {
   readonly pid: number;
   readonly startTime: number;
 }
 
+/** `holder.json`: the processes that keep a running sandbox's namespaces alive. */
+export interface HolderRecord {
+  readonly version: 2;
+  /** The PID namespace's init (bubblewrap's reaper): killing it ends every process in the sandbox. */
+  readonly init: ProcessIdentity;
+  /** The process whose namespaces every command joins (the holder's sleep). */
+  readonly anchor: ProcessIdentity;
+  /** `readlink /proc/<anchor>/ns/pid`, to tell the sandbox's processes from the host's. */
+  readonly pidNamespace: string;
+  /** How commands with egress allowed reach the network: the sandbox's own stack, or the host's namespace. */
+  readonly network: "user-mode" | "host";
+  /** The user-mode stack, while egress is allowed. */
+  readonly stack?: NetworkRecord | undefined;
+}
+
 const START_TIMEOUT_MS = 10_000;
 const STALE_LOCK_MS = 15_000;
-
-/**
- * Whether commands share one PID namespace per sandbox. Joining a namespace (`bwrap --pidns`) needs
- * privileges over it, which only root has: an unprivileged bubblewrap cannot join the user namespace it
- * created, so there every command gets a PID namespace of its own.
- */
-export function sharesPidNamespace(isolation: ResolvedIsolation): boolean {
-  return isolation.mode === "bwrap" && runningAsRoot();
-}
-
-function readHolder(path: string): HolderRecord | undefined {
-  try {
-    const parsed = JSON.parse(readFileSync(path, "utf8")) as HolderRecord;
-    return Number.isInteger(parsed.pid) && Number.isInteger(parsed.startTime) ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-// Synchronous, like the record: two tiny reads (only when the namespace is not kept open already).
-async function liveHolder(path: string): Promise<HolderRecord | undefined> {
-  const holder = readHolder(path);
-  if (!holder) return undefined;
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${holder.pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const alive = fields[0] !== "Z" && fields[0] !== "X" && Number(fields[19]) === holder.startTime;
-  return alive ? holder : undefined;
-}
+/** What the holder sleeps for (a number both GNU and busybox sleep take): about 68 years. */
+const SLEEP_SECONDS = "2147483647";
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+function holderFile(target: CommandTarget): string {
+  return join(target.paths.dir, "holder.json");
+}
+
+function readHolder(target: CommandTarget): HolderRecord | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(holderFile(target), "utf8")) as HolderRecord;
+    return parsed.version === 2 && Number.isInteger(parsed.anchor?.pid) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `process` runs (not a zombie) and is the same process (same start time). */
+export async function isAlive(process: ProcessIdentity): Promise<boolean> {
+  const found = await readProcStat(process.pid);
+  return (
+    found !== undefined && found.state !== "Z" && found.state !== "X" && found.startTime === process.startTime
+  );
+}
+
+/** The holder recorded for `target` when it still runs. */
+export async function liveHolder(target: CommandTarget): Promise<HolderRecord | undefined> {
+  const holder = readHolder(target);
+  return holder && (await isAlive(holder.anchor)) ? holder : undefined;
+}
+
 /** A cross-program lock: a directory created atomically; one older than STALE_LOCK_MS is abandoned. */
-async function withLock<T>(lock: string, work: () => Promise<T>): Promise<T> {
+export async function withLock<T>(lock: string, work: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
     try {
@@ -87,101 +114,337 @@ async function withLock<T>(lock: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
-/**
- * Returns the host pid of a process inside the sandbox's PID namespace, starting the holder first when
- * there is none (first command, after a stop, after a reboot). The holder is a detached bubblewrap whose
- * shell only sleeps; it is tagged like every sandbox process, so stop and destroy end it and with it the
- * namespace.
- */
-export async function ensureSandboxNamespace(
-  settings: CommandSettings,
-  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
-  target: CommandTarget,
-): Promise<number> {
-  return (await ensureHolder(settings, isolation, target)).pid;
+/** Runs `work` holding the sandbox's holder lock (starting, stopping, changing its network). */
+export function withHolderLock<T>(target: CommandTarget, work: () => Promise<T>): Promise<T> {
+  return withLock(join(target.paths.dir, "holder.lock"), work);
 }
 
-async function ensureHolder(
+/** Writes the sandbox's own `/etc` files: its user, its host name, and a resolver its network can reach. */
+function writeEtc(target: CommandTarget, network: "user-mode" | "host"): void {
+  const dir = target.paths.etc;
+  const hostname = "sandbox";
+  let resolv: string;
+  if (network === "user-mode") resolv = `nameserver ${SANDBOX_DNS}\n`;
+  else {
+    try {
+      resolv = readFileSync("/etc/resolv.conf", "utf8");
+    } catch {
+      resolv = "";
+    }
+  }
+  const hosts = [
+    `127.0.0.1\tlocalhost ${hostname}`,
+    "::1\tlocalhost ip6-localhost ip6-loopback",
+    ...(target.record.hostLoopback ? [`${HOST_LOOPBACK_GATEWAY}\thost.sandbox.internal`] : []),
+    "",
+  ].join("\n");
+  const files: Record<string, string> = {
+    passwd: sandboxPasswd(),
+    group: sandboxGroup(),
+    hostname: `${hostname}\n`,
+    hosts,
+    "resolv.conf": resolv,
+  };
+  for (const [name, content] of Object.entries(files))
+    writeFileSync(join(dir, name), content, { mode: 0o644 });
+}
+
+/** Reads what the holder's bubblewrap reports on its info descriptor: the host pid of the namespace's init. */
+function readInitPid(child: ChildProcess): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const stream = child.stdio[4] as NodeJS.ReadableStream | null;
+    if (!stream) return resolve(undefined);
+    let text = "";
+    const done = () => resolve(Number(/"child-pid":\s*(\d+)/.exec(text)?.[1]) || undefined);
+    const timer = setTimeout(done, START_TIMEOUT_MS);
+    stream.on("data", (chunk: Buffer) => {
+      text += chunk.toString("utf8");
+      if (text.includes("}")) {
+        clearTimeout(timer);
+        done();
+      }
+    });
+    stream.on("end", () => {
+      clearTimeout(timer);
+      done();
+    });
+    stream.on("error", () => {});
+  });
+}
+
+/** The first child of `pid` (the holder's init has exactly one: the anchor). */
+async function firstChild(pid: number): Promise<number | undefined> {
+  try {
+    const text = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8");
+    const first = text.trim().split(/\s+/)[0];
+    return first ? Number(first) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The user namespace link of `pid`, or undefined. */
+async function userNamespaceOf(pid: number): Promise<string | undefined> {
+  return readlink(`/proc/${pid}/ns/user`).catch(() => undefined);
+}
+
+/**
+ * Starts the processes that hold a sandbox's namespaces: bubblewrap with a PID, network, IPC and UTS namespace
+ * and the sandbox's filesystem view, whose one command only sleeps. Commands then join those namespaces
+ * (and build their own view from the holder's), so processes of every command see each other, a detached
+ * process outlives the command that started it, and the network is the sandbox's.
+ *
+ * As root, the holder itself runs as root (so it can bind the state root, which the sandbox user cannot
+ * traverse), without capabilities, and its sleep makes the sandbox's user namespace, mapping only the sandbox
+ * user to an unprivileged host id. Unprivileged, bubblewrap makes the user namespace, mapping uid 0 to this
+ * user, and each command nests its own inside it to run as the sandbox user.
+ */
+async function startHolder(
   settings: CommandSettings,
   isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
   target: CommandTarget,
 ): Promise<HolderRecord> {
-  const file = join(target.paths.dir, "holder.json");
-  const running = await liveHolder(file);
-  if (running !== undefined) return running;
-  return withLock(join(target.paths.dir, "holder.lock"), async () => {
-    const again = await liveHolder(file);
-    if (again !== undefined) return again;
-    const tag = `holder-${newLocalId()}`;
-    const args = bwrapArgs({
-      bwrapPath: isolation.bwrapPath,
-      workspace: target.paths.workspace,
-      tmp: target.paths.tmp,
-      cwd: "/",
-      unshareNet: false,
-      dieWithParent: false,
-      hide: settings.hide,
-      pid: "new",
-    });
-    const child = spawn(
-      isolation.bwrapPath,
-      [...args, "--", settings.shell, "-c", "while :; do sleep 86400; done"],
-      {
-        cwd: target.paths.workspace,
-        env: { PATH: settings.path, [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: tag },
-        stdio: "ignore",
-        detached: true,
-      },
-    );
-    child.on("error", () => {});
-    child.unref();
-    const ownNamespace = await readlink("/proc/self/ns/pid");
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      for (const proc of await findTaggedProcesses(COMMAND_TAG_VARIABLE, tag)) {
-        const [namespace, exe] = await Promise.all([
-          readlink(`/proc/${proc.pid}/ns/pid`).catch(() => ownNamespace),
-          readlink(`/proc/${proc.pid}/exe`).catch(() => isolation.bwrapPath),
-        ]);
-        if (namespace === ownNamespace || exe === isolation.bwrapPath) continue;
-        const stat = await readProcStat(proc.pid);
-        if (!stat) continue;
-        const holder: HolderRecord = { pid: proc.pid, startTime: stat.startTime };
-        await writeFileAtomic(file, JSON.stringify(holder));
-        return holder;
-      }
-      if (child.exitCode !== null) break;
-      await sleep(5);
-    }
-    throw localError(
+  const identity = hostIdentity();
+  const owner = identity.root ? { uid: identity.sandboxUid, gid: identity.sandboxGid } : undefined;
+  await ensureSandboxDirectories(target.paths, owner);
+  const resources = sandboxResources(target.record);
+  const cgroup = await sandboxCgroupFor(target, resources);
+  const support = networkSupport(identity);
+  const network = support.kind === "slirp4netns" ? "user-mode" : "host";
+  writeEtc(target, network);
+  const view = viewArgs({
+    workspace: target.paths.workspace,
+    tmp: target.paths.tmp,
+    home: target.paths.home,
+    etc: target.paths.etc,
+    mounts: settings.mounts,
+    shmBytes: shmBytes(resources),
+  });
+  const namespaces = [
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--hostname",
+    "sandbox",
+  ];
+  const programs = isolation.programs;
+  const tail = identity.root
+    ? [
+        "--cap-drop",
+        "ALL",
+        "--info-fd",
+        "4",
+        "--",
+        programs.unshare,
+        "--user",
+        "--",
+        programs.sleep,
+        SLEEP_SECONDS,
+      ]
+    : ["--cap-drop", "ALL", "--seccomp", "7", "--info-fd", "4", "--", programs.sleep, SLEEP_SECONDS];
+  const bwrap = [
+    isolation.bwrapPath,
+    ...(identity.root ? [] : ["--unshare-user", "--uid", "0", "--gid", "0"]),
+    ...namespaces,
+    ...view,
+    ...tail,
+  ];
+  const tag = `holder-${target.id}`;
+  // No rlimits here: the process limit of the namespace bubblewrap creates would count all of this user's
+  // processes on the host. Each command's launcher sets them (see hostPrefix).
+  // The holder keeps a FIFO open (fd 9, inherited by every process of it): the network stack, given the
+  // FIFO's other end, ends by itself once the last of them is gone, however the sandbox ended.
+  const alive = shellQuote(aliveFifo(target.paths.net));
+  const prefix = [
+    `[ -p ${alive} ] || mkfifo -m 600 ${alive} || exit 125`,
+    `exec 9<>${alive} || exit 125`,
+    hostPrefix({
+      cgroupFiles: cgroup ? joinHolder(cgroup) : [],
+      seccomp: identity.root ? undefined : seccompFile(settings.stateRoot),
+    }),
+  ].join("\n");
+  const child = spawn("/bin/sh", ["-c", prefix, "sbox-holder", ...bwrap], {
+    cwd: "/",
+    env: { PATH: SYSTEM_PATH, [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: tag },
+    stdio: ["ignore", "ignore", "pipe", "ignore", "pipe"],
+    detached: true,
+  });
+  child.on("error", () => {});
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    if (stderr.length < 4096) stderr += chunk.toString("utf8");
+  });
+  const initPid = await readInitPid(child);
+  child.stderr?.destroy();
+  child.unref();
+  const failed = (why: string) =>
+    localError(
       "Provider",
-      `the PID namespace of local sandbox ${target.id} could not be started (bwrap exited ${String(child.exitCode)})`,
+      `the namespaces of local sandbox ${target.id} could not be started: ${why}${stderr ? ` (${stderr.trim()})` : ""}`,
     );
+  if (initPid === undefined) throw failed(`bwrap exited ${String(child.exitCode)}`);
+  const initStat = await readProcStat(initPid);
+  if (!initStat) throw failed("the holder exited at once");
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let anchor: number | undefined;
+  const initUserNamespace = await userNamespaceOf(initPid);
+  while (Date.now() < deadline) {
+    anchor = await firstChild(initPid);
+    // As root the anchor makes the sandbox's user namespace itself: wait until it has.
+    if (anchor !== undefined && (!identity.root || (await userNamespaceOf(anchor)) !== initUserNamespace))
+      break;
+    anchor = undefined;
+    await sleep(2);
+  }
+  if (anchor === undefined) throw failed("its sleep never started");
+  if (identity.root) {
+    const { uid, gid } = SANDBOX_USER;
+    writeFileSync(`/proc/${anchor}/uid_map`, `${uid} ${identity.sandboxUid} 1\n`);
+    writeFileSync(`/proc/${anchor}/setgroups`, "deny");
+    writeFileSync(`/proc/${anchor}/gid_map`, `${gid} ${identity.sandboxGid} 1\n`);
+  }
+  const anchorStat = await readProcStat(anchor);
+  if (!anchorStat) throw failed("its sleep exited");
+  let holder: HolderRecord = {
+    version: 2,
+    init: { pid: initPid, startTime: initStat.startTime },
+    anchor: { pid: anchor, startTime: anchorStat.startTime },
+    pidNamespace: await readlink(`/proc/${anchor}/ns/pid`),
+    network,
+  };
+  try {
+    if (network === "user-mode" && target.record.egress === "allow-all") {
+      holder = { ...holder, stack: await startSandboxNetwork(isolation, target, holder) };
+    }
+  } catch (error) {
+    await killHolderProcesses(holder).catch(() => {});
+    throw error;
+  }
+  await writeFileAtomic(holderFile(target), JSON.stringify(holder));
+  return holder;
+}
+
+function joinHolder(cgroup: SandboxCgroup): string[] {
+  return [
+    holderGroup(cgroup),
+    ...(cgroup.kind === "v1" ? Object.values(cgroup.dirs).filter((dir) => dir !== cgroup.dirs.pids) : []),
+  ].map((dir) => join(dir, "cgroup.procs"));
+}
+
+async function startSandboxNetwork(
+  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
+  target: CommandTarget,
+  holder: HolderRecord,
+): Promise<NetworkRecord> {
+  const identity = hostIdentity();
+  const support = networkSupport(identity);
+  if (support.kind !== "slirp4netns") throw localError("Provider", `no user-mode network: ${support.reason}`);
+  const stack = await startNetwork({
+    support,
+    identity,
+    bwrapPath: isolation.bwrapPath,
+    anchor: holder.anchor.pid,
+    dir: target.paths.net,
+    hostLoopback: target.record.hostLoopback === true,
+    tags: { [SANDBOX_TAG_VARIABLE]: target.id, [COMMAND_TAG_VARIABLE]: `network-${target.id}` },
+  });
+  for (const port of target.record.ports) await addPortForward(stack, port);
+  return stack;
+}
+
+/**
+ * Returns the running holder of `target`, starting it first when there is none (first command, after a
+ * stop, after a reboot).
+ */
+export async function ensureHolder(
+  settings: CommandSettings,
+  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
+  target: CommandTarget,
+): Promise<HolderRecord> {
+  const running = await liveHolder(target);
+  if (running) return running;
+  return withHolderLock(target, async () => {
+    const again = await liveHolder(target);
+    if (again) return again;
+    return startHolder(settings, isolation, target);
   });
 }
 
-/** The descriptor a command passes on as fd 3 to join the sandbox's PID namespace. */
-export const NAMESPACE_CHILD_FD = 3;
+/**
+ * Ends a holder: its PID namespace's init (the kernel then kills every process in the namespace) and the
+ * network stack. Resolves once both are gone; rejects when one survives SIGKILL.
+ */
+export async function killHolderProcesses(holder: HolderRecord): Promise<void> {
+  for (const process_ of [holder.init, holder.anchor]) {
+    if (await isAlive(process_)) {
+      try {
+        process.kill(process_.pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  if (holder.stack) await stopNetwork(holder.stack);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while ((await isAlive(holder.init)) || (await isAlive(holder.anchor))) {
+    if (Date.now() > deadline)
+      throw localError("Provider", `the PID namespace's init (pid ${holder.init.pid}) survived SIGKILL`);
+    await sleep(5);
+  }
+}
+
+/** Stops the sandbox's holder, if one runs (stop, destroy). */
+export async function stopHolder(target: CommandTarget): Promise<void> {
+  await withHolderLock(target, async () => {
+    const holder = readHolder(target);
+    if (holder) await killHolderProcesses(holder);
+    await rm(holderFile(target), { force: true });
+  });
+}
 
 /**
- * For a command about to start: a lease on a descriptor of the sandbox's PID namespace when commands share
- * one (the caller passes it on as fd 3 and releases the lease after the spawn), else `undefined`. The
- * descriptor stays open in `settings.namespaces` for the next command; a holder that died in between is
- * started again.
+ * Applies an egress policy to a running sandbox at once: the user-mode stack is started for `allow-all`
+ * and stopped for `block-all` (without it the sandbox's network namespace has nothing but its loopback).
+ * With the host's network as fallback, policies apply to commands started afterwards.
  */
-export async function namespaceForCommand(
-  settings: CommandSettings,
-  isolation: ResolvedIsolation,
+export async function applyEgress(
+  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
   target: CommandTarget,
-): Promise<NamespaceLease | undefined> {
-  if (isolation.mode !== "bwrap" || !sharesPidNamespace(isolation)) return undefined;
+): Promise<void> {
+  await withHolderLock(target, async () => {
+    const holder = await liveHolder(target);
+    if (holder?.network !== "user-mode") return;
+    let next: HolderRecord = holder;
+    if (target.record.egress === "block-all" && holder.stack) {
+      await stopNetwork(holder.stack);
+      next = { ...holder, stack: undefined };
+    } else if (target.record.egress === "allow-all" && !holder.stack) {
+      next = { ...holder, stack: await startSandboxNetwork(isolation, target, holder) };
+    }
+    if (next !== holder) await writeFileAtomic(holderFile(target), JSON.stringify(next));
+  });
+}
+
+/**
+ * What a command of `target` joins: its running holder (started when there is none) and its cgroup. Kept in
+ * `cache` between commands, checked there with one read per command.
+ */
+export async function ensureRunning(
+  settings: CommandSettings,
+  isolation: Extract<ResolvedIsolation, { mode: "bwrap" }>,
+  target: CommandTarget,
+  cache: HolderCache,
+): Promise<RunningSandbox> {
   const key = target.paths.dir;
-  const kept = settings.namespaces.lease(key);
+  const kept = cache.get(key);
   if (kept) return kept;
   for (let attempt = 0; ; attempt++) {
     const holder = await ensureHolder(settings, isolation, target);
-    const lease = settings.namespaces.adopt(key, holder.pid, holder.startTime);
-    if (lease) return lease;
-    if (attempt >= 1) throw localError("Provider", "cannot open the sandbox's PID namespace");
+    const running: RunningSandbox = { holder, cgroup: recordedCgroup(target) };
+    if (cache.keep(key, running)) return running;
+    // The holder ended between its start and now (another program stopped the sandbox): start again once.
+    if (attempt >= 1)
+      throw localError("Provider", `the namespaces of local sandbox ${target.id} keep ending`);
   }
 }

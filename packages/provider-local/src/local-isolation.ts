@@ -1,11 +1,17 @@
 import { realpathSync } from "node:fs";
-import { locateBwrap, probeBwrap } from "./local-bwrap.js";
+import { locateBwrap, locatePrograms, probeBwrap, type SandboxPrograms } from "./local-bwrap.js";
 import { localError } from "./local-errors.js";
 import type { LocalIsolationRequest } from "./local-options.js";
 
 /** The isolation a provider instance really uses. */
 export type ResolvedIsolation =
-  | { readonly mode: "bwrap"; readonly bwrapPath: string; readonly reason?: undefined }
+  | {
+      readonly mode: "bwrap";
+      readonly bwrapPath: string;
+      /** nsenter, unshare and sleep, found on the host's system directories. */
+      readonly programs: SandboxPrograms;
+      readonly reason?: undefined;
+    }
   | { readonly mode: "none"; readonly bwrapPath?: undefined; readonly reason: string };
 
 let warned = false;
@@ -32,7 +38,10 @@ export function resolveIsolation(
     ? probeOnce(found, options.shell)
     : `bubblewrap (bwrap) was not found${options.bwrapPath ? ` at ${options.bwrapPath}` : " on PATH or at /usr/bin/bwrap"}`;
   // The real path: processes are recognized as bubblewrap by /proc/<pid>/exe, which is always resolved.
-  if (found && problem === undefined) return { mode: "bwrap", bwrapPath: realpathSync(found) };
+  const programs = locatePrograms();
+  if (found && problem === undefined && !("missing" in programs)) {
+    return { mode: "bwrap", bwrapPath: realpathSync(found), programs };
+  }
   if (requested === "bwrap") {
     throw localError(
       "Provider",

@@ -1,6 +1,10 @@
 import { lstat, readdir, readFile } from "node:fs/promises";
 import type { SandboxMetrics } from "@sbox/core/spec";
-import { findTaggedProcesses, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
+import { cgroupUsage } from "./local-cgroups.js";
+import type { CommandTarget } from "./local-command.js";
+import { at, closeQuietly, DIRECTORY_FLAGS, openDirectory, openFd } from "./local-fd-paths.js";
+import { recordedCgroup } from "./local-launch.js";
+import { sandboxProcesses } from "./local-lifecycle.js";
 
 /** Linux reports CPU times in USER_HZ, which is 100 on every mainstream architecture. */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -16,54 +20,99 @@ async function rssBytes(pid: number): Promise<number> {
   }
 }
 
-/** Disk use of a tree in bytes (allocated blocks, like `du`), symlinks not followed. */
-export async function diskUsage(dir: string): Promise<number> {
+/**
+ * Disk use of the tree inside the directory open as `dir`, in bytes (allocated blocks, like `du`); walked by
+ * descriptor, never through a symlink, so a sandbox swapping directories cannot make it count a host tree.
+ */
+async function diskUsageAt(dir: number): Promise<number> {
   let total = 0;
   let names: string[];
   try {
-    names = await readdir(dir);
+    names = await readdir(at(dir));
   } catch {
     return 0;
   }
   for (const name of names) {
-    const path = `${dir}/${name}`;
     try {
-      const stats = await lstat(path);
+      const stats = await lstat(at(dir, name));
       total += stats.blocks * 512;
-      if (stats.isDirectory()) total += await diskUsage(path);
+      if (!stats.isDirectory()) continue;
+      const child = await openFd(at(dir, name), DIRECTORY_FLAGS);
+      try {
+        total += await diskUsageAt(child);
+      } finally {
+        await closeQuietly(child);
+      }
     } catch {
-      // removed meanwhile
+      // removed or replaced meanwhile
     }
   }
   return total;
 }
 
+/** Disk use of a sandbox directory in bytes. */
+export async function diskUsage(path: string): Promise<number> {
+  let dir: number;
+  try {
+    dir = await openDirectory(path);
+  } catch {
+    return 0;
+  }
+  try {
+    return await diskUsageAt(dir);
+  } finally {
+    await closeQuietly(dir);
+  }
+}
+
+function sampleWindow(signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, SAMPLE_MS);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
 /**
- * Resource use of a sandbox from `/proc`: the resident memory of all its processes, their CPU use over a
- * short sampling window (percent of one CPU), and the disk used by its directory. No memory limit exists
- * without cgroups, so `memoryLimitBytes` is not reported.
+ * Resource use of a sandbox: with a cgroup, the kernel's accounting (memory in use and its limit, CPU time
+ * over a short window); otherwise from `/proc`: the resident memory of all its processes and their CPU time
+ * over the window. Disk is what its directory uses. CPU is percent of one CPU.
  */
-export async function sandboxMetrics(
-  sandboxId: string,
-  sandboxDir: string,
+export async function sandboxMetrics(target: CommandTarget, signal: AbortSignal): Promise<SandboxMetrics> {
+  const cgroup = recordedCgroup(target);
+  const diskPromise = diskUsage(target.paths.dir);
+  if (cgroup) {
+    const before = await cgroupUsage(cgroup);
+    const started = performance.now();
+    await sampleWindow(signal);
+    const after = await cgroupUsage(cgroup);
+    const seconds = (performance.now() - started) / 1000;
+    const used = (after.cpuNanoseconds ?? 0) - (before.cpuNanoseconds ?? 0);
+    return {
+      cpuPercent: seconds > 0 ? (used / 1e9 / seconds) * 100 : 0,
+      memoryBytes: after.memoryBytes ?? 0,
+      ...(after.memoryLimitBytes === undefined ? {} : { memoryLimitBytes: after.memoryLimitBytes }),
+      diskBytes: await diskPromise,
+      at: new Date(),
+    };
+  }
+  return processMetrics(target, signal, diskPromise);
+}
+
+async function processMetrics(
+  target: CommandTarget,
   signal: AbortSignal,
+  diskPromise: Promise<number>,
 ): Promise<SandboxMetrics> {
-  const first = await findTaggedProcesses(SANDBOX_TAG_VARIABLE, sandboxId);
+  const first = await sandboxProcesses(target);
   const started = performance.now();
   const ticksBefore = new Map(first.map((proc) => [`${proc.pid}:${proc.startTime}`, proc.cpuTicks]));
-  const diskPromise = diskUsage(sandboxDir);
-  if (first.length > 0) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, SAMPLE_MS);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
-  const second = first.length > 0 ? await findTaggedProcesses(SANDBOX_TAG_VARIABLE, sandboxId) : [];
+  if (first.length > 0) await sampleWindow(signal);
+  const second = first.length > 0 ? await sandboxProcesses(target) : [];
   const elapsedSeconds = (performance.now() - started) / 1000;
   let ticks = 0;
   // A process missing from the first sample started during the window: all its CPU time falls inside it.

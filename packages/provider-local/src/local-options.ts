@@ -1,5 +1,5 @@
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, posix, resolve } from "node:path";
 import { optionRules, type ProviderOptionRules, validateProviderOptions } from "@sbox/core/spec";
 import { LOCAL_PROVIDER_NAME, localError } from "./local-errors.js";
 
@@ -8,6 +8,16 @@ export type LocalIsolationRequest = "auto" | "bwrap" | "none";
 
 /** Outbound network policy the local provider can enforce (allow-lists would need a proxy). */
 export type LocalEgress = "allow-all" | "block-all";
+
+/** A host path given to every sandbox of a provider, at a path of the user's choosing. */
+export interface LocalMount {
+  /** Absolute host path (a directory or a file); it must exist when a sandbox starts. */
+  host: string;
+  /** Absolute path inside the sandbox; it may not overlap the sandbox's own or system directories. */
+  sandbox: string;
+  /** Default `true`: the sandbox can read but not change it. */
+  readOnly?: boolean | undefined;
+}
 
 /** Options of {@link local}. */
 export interface LocalOptions {
@@ -18,8 +28,18 @@ export interface LocalOptions {
   root?: string | undefined;
   /** Default `"auto"`: bubblewrap when it is installed and works, else no isolation (with one warning). */
   isolation?: LocalIsolationRequest | undefined;
-  /** Default network policy of new sandboxes (default `"allow-all"`); `"block-all"` needs bubblewrap. */
-  network?: { egress?: LocalEgress | undefined } | undefined;
+  /**
+   * Default network policy of new sandboxes (default `"allow-all"`); `"block-all"` needs bubblewrap. With
+   * bubblewrap, `"allow-all"` is outbound access through a user-mode network stack in the sandbox's own network
+   * namespace: the host's loopback and the host's own addresses are unreachable unless `hostLoopback: true`
+   * opens the host's loopback (reached at the sandbox's gateway address, 10.0.2.2).
+   */
+  network?: { egress?: LocalEgress | undefined; hostLoopback?: boolean | undefined } | undefined;
+  /**
+   * Host paths every sandbox sees (read-only unless `readOnly: false`). Nothing of the host beyond the system
+   * directories is visible otherwise: no home directories, no `/root`, no checkout, no state root.
+   */
+  mounts?: readonly LocalMount[] | undefined;
   /** Path of the `bwrap` executable (default: looked up on `PATH`, then `/usr/bin/bwrap`). */
   bwrapPath?: string | undefined;
   /** Shell used for string commands (default `/bin/sh`). */
@@ -58,7 +78,12 @@ const LOCAL_OPTION_RULES: ProviderOptionRules = {
         ? undefined
         : `must be "allow-all" or "block-all" (allow-lists are not supported locally), got ${JSON.stringify(value)}`,
     ),
+    hostLoopback: optionRules.boolean(),
   }),
+  // Each mount's fields are checked by validateMounts, with messages that name the mount.
+  mounts: optionRules.custom("an array of { host, sandbox, readOnly? }", (value) =>
+    Array.isArray(value) ? undefined : "must be an array",
+  ),
   bwrapPath: optionRules.nonEmptyString(),
   shell: optionRules.nonEmptyString(),
   path: optionRules.nonEmptyString(),
@@ -83,10 +108,85 @@ export function validateLocalOptions(options: LocalOptions): void {
       `network.egress must be "allow-all" or "block-all" (allow-lists are not supported locally), got ${JSON.stringify(egress)}`,
     );
   }
+  const hostLoopback = options.network?.hostLoopback;
+  if (hostLoopback !== undefined && typeof hostLoopback !== "boolean") {
+    throw localError("Validation", "network.hostLoopback must be a boolean");
+  }
+  if (options.mounts !== undefined) validateMounts(options.mounts);
   for (const key of ["bwrapPath", "shell", "path"] as const) {
     const value = options[key];
     if (value !== undefined && (typeof value !== "string" || value === "" || value.includes("\0"))) {
       throw localError("Validation", `local({ ${key} }) must be a non-empty string`);
     }
   }
+}
+
+/** Sandbox paths a user mount may not cover, be covered by, or sit inside: the sandbox's own and the system's. */
+const RESERVED_SANDBOX_PATHS = [
+  "/workspace",
+  "/tmp",
+  "/home/user",
+  "/proc",
+  "/dev",
+  "/etc",
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib32",
+  "/lib64",
+  "/libx32",
+  "/run",
+  "/var",
+];
+
+/** True when one of the two absolute, normalized paths is the other or lies below it. */
+export function pathsOverlap(a: string, b: string): boolean {
+  const within = (inner: string, outer: string) =>
+    outer === "/" || inner === outer || inner.startsWith(`${outer}/`);
+  return within(a, b) || within(b, a);
+}
+
+function validateMountPath(value: unknown, what: string): string {
+  if (typeof value !== "string" || value === "" || value.includes("\0") || !posix.isAbsolute(value)) {
+    throw localError("Validation", `mounts: ${what} must be an absolute path, got ${JSON.stringify(value)}`);
+  }
+  const normalized = posix.normalize(value);
+  if (normalized.length > 1 && normalized.endsWith("/")) return normalized.slice(0, -1);
+  return normalized;
+}
+
+/** Validates the shape of `local({ mounts })`; whether each host path exists is checked when a sandbox starts. */
+function validateMounts(mounts: readonly LocalMount[]): void {
+  if (!Array.isArray(mounts)) throw localError("Validation", "mounts must be an array");
+  const seen: string[] = [];
+  for (const mount of mounts) {
+    if (typeof mount !== "object" || mount === null)
+      throw localError("Validation", "each mount must be an object");
+    validateMountPath(mount.host, "host");
+    const sandbox = validateMountPath(mount.sandbox, "sandbox");
+    if (sandbox === "/") throw localError("Validation", "mounts: / cannot be replaced");
+    const reserved = RESERVED_SANDBOX_PATHS.find((path) => pathsOverlap(path, sandbox));
+    if (reserved) {
+      throw localError(
+        "Validation",
+        `mounts: ${sandbox} overlaps ${reserved}, which the sandbox itself provides`,
+      );
+    }
+    const other = seen.find((path) => pathsOverlap(path, sandbox));
+    if (other) throw localError("Validation", `mounts: ${sandbox} overlaps another mount at ${other}`);
+    seen.push(sandbox);
+    if (mount.readOnly !== undefined && typeof mount.readOnly !== "boolean") {
+      throw localError("Validation", "mounts: readOnly must be a boolean");
+    }
+  }
+}
+
+/** The mounts with normalized paths (after `validateLocalOptions`). */
+export function normalizedMounts(options: LocalOptions): LocalMount[] {
+  return (options.mounts ?? []).map((mount) => ({
+    host: validateMountPath(mount.host, "host"),
+    sandbox: validateMountPath(mount.sandbox, "sandbox"),
+    readOnly: mount.readOnly !== false,
+  }));
 }

@@ -3,16 +3,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SandboxError } from "@sbox/core/spec";
 import { afterAll, describe, expect, it } from "vitest";
-import { hostCwdWithoutIsolation, resolveSandboxPath, type SandboxView, sandboxCwd } from "./local-paths.js";
+import { resolveEntry } from "./local-fd-paths.js";
+import { hostCwdWithoutIsolation, type SandboxView, sandboxCwd } from "./local-paths.js";
 
 const base = mkdtempSync(join(tmpdir(), "sbox-local-paths-"));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 mkdirSync(join(base, "workspace/sub"), { recursive: true });
 mkdirSync(join(base, "tmp"));
+mkdirSync(join(base, "home"));
 writeFileSync(join(base, "workspace/sub/file"), "x");
 symlinkSync("sub", join(base, "workspace/rel-link"));
 symlinkSync("/workspace/sub/file", join(base, "workspace/abs-link"));
 symlinkSync("/tmp", join(base, "workspace/to-tmp"));
+symlinkSync("/home/user", join(base, "workspace/to-home"));
 symlinkSync("/etc/passwd", join(base, "workspace/escape"));
 symlinkSync("../..", join(base, "workspace/sub/up"));
 
@@ -20,6 +23,7 @@ const isolated: SandboxView = {
   isolation: "bwrap",
   workspace: join(base, "workspace"),
   tmp: join(base, "tmp"),
+  home: join(base, "home"),
 };
 const unisolated: SandboxView = { ...isolated, isolation: "none" };
 
@@ -31,35 +35,42 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   return SandboxError.isInstance(error) ? error.code : error === undefined ? undefined : "not a SandboxError";
 }
 
-describe("resolveSandboxPath", () => {
-  it("maps relative, /workspace and /tmp paths to the sandbox's host directories", async () => {
-    const follow = { followFinal: true };
-    expect(await resolveSandboxPath(isolated, "sub/file", follow)).toMatchObject({
-      sandboxPath: "/workspace/sub/file",
-      hostPath: join(base, "workspace/sub/file"),
-      isAreaRoot: false,
+/** Where `path` resolves: the path commands see and the final name, descriptors closed again. */
+async function resolved(view: SandboxView, path: string, followFinal = true) {
+  const entry = await resolveEntry(view, path, { followFinal });
+  await entry.close();
+  return { path: entry.path, name: entry.name, area: entry.area };
+}
+
+describe("resolveEntry", () => {
+  it("maps relative, /workspace, /tmp and /home/user paths into the sandbox's areas", async () => {
+    expect(await resolved(isolated, "sub/file")).toEqual({
+      path: "/workspace/sub/file",
+      name: "file",
+      area: "workspace",
     });
-    expect((await resolveSandboxPath(isolated, "/tmp", follow)).isAreaRoot).toBe(true);
-    expect((await resolveSandboxPath(isolated, "./sub/../sub/./file", follow)).sandboxPath).toBe(
-      "/workspace/sub/file",
-    );
+    expect(await resolved(isolated, "/tmp")).toEqual({ path: "/tmp", name: undefined, area: "tmp" });
+    expect(await resolved(isolated, "/home/user/x")).toEqual({
+      path: "/home/user/x",
+      name: "x",
+      area: "home",
+    });
+    expect((await resolved(isolated, "./sub/../sub/./file")).path).toBe("/workspace/sub/file");
   });
 
   it("follows symlinks as sandbox paths, and only inside", async () => {
-    const follow = { followFinal: true };
-    expect((await resolveSandboxPath(isolated, "rel-link/file", follow)).sandboxPath).toBe(
-      "/workspace/sub/file",
-    );
-    expect((await resolveSandboxPath(isolated, "abs-link", follow)).hostPath).toBe(
-      join(base, "workspace/sub/file"),
-    );
-    expect((await resolveSandboxPath(isolated, "to-tmp/x", follow)).hostPath).toBe(join(base, "tmp/x"));
-    expect(await codeOf(resolveSandboxPath(isolated, "escape", follow))).toBe("Validation");
-    expect(await codeOf(resolveSandboxPath(isolated, "sub/up/etc", follow))).toBe("Validation");
+    expect((await resolved(isolated, "rel-link/file")).path).toBe("/workspace/sub/file");
+    expect((await resolved(isolated, "abs-link")).path).toBe("/workspace/sub/file");
+    expect((await resolved(isolated, "to-tmp/x")).path).toBe("/tmp/x");
+    expect((await resolved(isolated, "to-home/.profile")).path).toBe("/home/user/.profile");
+    expect(await codeOf(resolveEntry(isolated, "escape", { followFinal: true }))).toBe("Validation");
+    expect(await codeOf(resolveEntry(isolated, "sub/up/etc", { followFinal: true }))).toBe("Validation");
     // Not following the last component: the link itself is addressed.
-    expect((await resolveSandboxPath(isolated, "escape", { followFinal: false })).hostPath).toBe(
-      join(base, "workspace/escape"),
-    );
+    expect(await resolved(isolated, "escape", false)).toEqual({
+      path: "/workspace/escape",
+      name: "escape",
+      area: "workspace",
+    });
   });
 
   it("refuses .. that leaves the sandbox and absolute paths elsewhere", async () => {
@@ -70,29 +81,24 @@ describe("resolveSandboxPath", () => {
       "/etc/passwd",
       "/workspace/..",
       "/tmp/../etc",
+      "/home",
+      "/home/other",
       "",
       "a\0b",
     ]) {
-      expect(
-        await codeOf(resolveSandboxPath(isolated, path, { followFinal: true })),
-        JSON.stringify(path),
-      ).toBe("Validation");
+      expect(await codeOf(resolveEntry(isolated, path, { followFinal: true })), JSON.stringify(path)).toBe(
+        "Validation",
+      );
     }
   });
 
   it("without isolation accepts the host directories and reports host paths", async () => {
     const host = join(base, "workspace/sub/file");
-    expect((await resolveSandboxPath(unisolated, host, { followFinal: true })).sandboxPath).toBe(host);
-    expect(
-      (await resolveSandboxPath(unisolated, "/workspace/sub/file", { followFinal: true })).sandboxPath,
-    ).toBe(host);
-    expect(await codeOf(resolveSandboxPath(unisolated, "/usr/bin/env", { followFinal: true }))).toBe(
-      "Validation",
-    );
+    expect((await resolved(unisolated, host)).path).toBe(host);
+    expect((await resolved(unisolated, "/workspace/sub/file")).path).toBe(host);
+    expect(await codeOf(resolveEntry(unisolated, "/usr/bin/env", { followFinal: true }))).toBe("Validation");
     // /tmp stays the sandbox's own /tmp, also for a host path under /tmp: confined, never the host's.
-    expect((await resolveSandboxPath(unisolated, "/tmp/elsewhere", { followFinal: true })).hostPath).toBe(
-      join(base, "tmp/elsewhere"),
-    );
+    expect((await resolved(unisolated, "/tmp/elsewhere")).path).toBe(join(base, "tmp/elsewhere"));
   });
 });
 
@@ -106,6 +112,7 @@ describe("working directories", () => {
   it("map sandbox paths to host paths without isolation, the sandbox's own host paths first", () => {
     expect(hostCwdWithoutIsolation(unisolated, "/workspace/x")).toBe(join(base, "workspace/x"));
     expect(hostCwdWithoutIsolation(unisolated, "/tmp")).toBe(join(base, "tmp"));
+    expect(hostCwdWithoutIsolation(unisolated, "/home/user")).toBe(join(base, "home"));
     expect(hostCwdWithoutIsolation(unisolated, join(base, "workspace/y"))).toBe(join(base, "workspace/y"));
     expect(hostCwdWithoutIsolation(unisolated, "/usr")).toBe("/usr");
   });

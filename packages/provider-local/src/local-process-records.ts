@@ -90,6 +90,11 @@ export async function finalExit(
   const code = await recordedExitCode(files);
   const killedText = await readOptional(files.killed);
   const killed = killedText && signalNumber(killedText) !== undefined ? killedText : undefined;
+  // Killed while its sandbox was still being set up (the launchers failed once the sandbox was stopped): the
+  // command never ran, and the kill is what ended it.
+  if (killed && code !== undefined && (await readOptional(files.ready)) === "") {
+    return { exitCode: 128 + signalNumber(killed)!, signal: killed };
+  }
   if (code !== undefined) {
     if (killed && code === 128 + signalNumber(killed)!) return { exitCode: code, signal: killed };
     return { exitCode: code };

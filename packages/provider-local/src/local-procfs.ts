@@ -62,33 +62,166 @@ async function listPids(): Promise<number[]> {
   return pids;
 }
 
+/** How many `/proc` files a scan has open at once: enough to be quick, far from any descriptor limit. */
+const SCAN_CONCURRENCY = 8;
+
+/** Runs `work` over `items`, at most `SCAN_CONCURRENCY` at a time, in order of completion. */
+async function bounded<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(SCAN_CONCURRENCY, items.length) }, async () => {
+    while (next < items.length) await work(items[next++] as T);
+  });
+  await Promise.all(lanes);
+}
+
+/** True for errors that only mean "this process is gone" (it exited between the listing and the read). */
+function isGone(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === "ENOENT" || code === "ESRCH";
+}
+
+/** A lookup that could not look at every process: never taken for "none found". */
+function lookupFailed(pid: number, error: unknown): Error {
+  return Object.assign(
+    new Error(
+      `cannot read /proc/${pid}: ${(error as Error).message} (the lookup of a sandbox's processes must not miss one)`,
+    ),
+    { code: (error as { code?: string }).code, cause: error },
+  );
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
- * Every live process whose initial environment holds `name=value`. The environment is inherited by every
- * descendant, also by ones that start their own session or process group, so this finds a whole tree that
- * a process-group kill would miss. Processes of other users are unreadable and skipped.
+ * The environment of `pid`, or `undefined` when it is certainly not one of this program's processes (gone,
+ * a zombie, another user's, one with capabilities this program lacks or, for a host-wide scan, one inside
+ * a sandbox's PID namespace). A process of this user is unreadable for a moment while it execs a program (it
+ * is not dumpable until the new program is set up): it is read again a few times before the lookup fails.
  */
-export async function findTaggedProcesses(name: string, value: string): Promise<ProcStat[]> {
+async function readEnviron(pid: number, hostWide: boolean): Promise<Buffer | undefined> {
+  return readUnlessForeign(pid, () => readFile(`/proc/${pid}/environ`), hostWide);
+}
+
+/** Reads something of `/proc/<pid>` that needs ptrace access to it (see `readEnviron`). */
+async function readUnlessForeign<T>(
+  pid: number,
+  read: () => Promise<T>,
+  hostWide: boolean,
+): Promise<T | undefined> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (isGone(error)) return undefined;
+      const code = (error as { code?: string }).code;
+      if (code !== "EACCES" && code !== "EPERM") throw lookupFailed(pid, error);
+      // A process inside a sandbox is counted only by a scan of that sandbox's processes.
+      if (hostWide && (await insideOtherPidNamespace(pid))) return undefined;
+      if (await isForeign(pid)) return undefined;
+      if (attempt >= 20) throw lookupFailed(pid, error);
+      await sleep(attempt < 5 ? 1 : 10);
+    }
+  }
+}
+
+/** Whether the environment block `environ` holds `needle` as a whole variable. */
+function holdsVariable(environ: Buffer, needle: Buffer): boolean {
+  // The needle must start a variable: at offset 0 or right after a NUL.
+  let at = environ.indexOf(needle);
+  while (at > 0 && environ[at - 1] !== 0) at = environ.indexOf(needle, at + 1);
+  return at >= 0;
+}
+
+let ownCapabilities: bigint | undefined;
+let ownPidNamespace: string | undefined;
+
+/**
+ * Whether `pid` lives in a PID namespace other than this program's: inside a sandbox. Such a process is never
+ * one of the launchers a host-wide scan looks for (they all run in the host's namespace), and is found
+ * through its sandbox's own namespace or cgroup instead.
+ */
+async function insideOtherPidNamespace(pid: number): Promise<boolean> {
+  ownPidNamespace ??= await readlink("/proc/self/ns/pid");
+  try {
+    return (await readlink(`/proc/${pid}/ns/pid`)) !== ownPidNamespace;
+  } catch {
+    return false;
+  }
+}
+
+/** The permitted capabilities and real uid in a `/proc/<pid>/status` text. */
+function identityIn(status: string): { uid: number; capabilities: bigint } {
+  return {
+    uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]),
+    capabilities: BigInt(`0x${/^CapPrm:\s+([0-9a-f]+)/m.exec(status)?.[1] ?? "0"}`),
+  };
+}
+
+/**
+ * Whether a process this program cannot read is certainly none of its own: a zombie (it has exited), another
+ * user's, or one holding capabilities this program lacks (such as the host's init). Every process the provider starts runs as
+ * this user (or, under root, a sandbox user it can read) with at most this program's capabilities, so
+ * neither can be one of them; anything else that cannot be read makes the lookup fail.
+ */
+async function isForeign(pid: number): Promise<boolean> {
+  let status: string;
+  try {
+    status = await readFile(`/proc/${pid}/status`, "utf8");
+  } catch (error) {
+    if (isGone(error)) return true;
+    throw lookupFailed(pid, error);
+  }
+  // A zombie has no memory left to read: it has exited, whoever's it was.
+  if (/^State:\s+[ZX]/m.test(status)) return true;
+  ownCapabilities ??= identityIn(await readFile("/proc/self/status", "utf8")).capabilities;
+  const other = identityIn(status);
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  return other.uid !== uid || (other.capabilities & ~ownCapabilities) !== 0n;
+}
+
+/**
+ * Every live process among `pids` (all of the host's when omitted) whose environment holds `name=value`. The
+ * environment is inherited by every descendant, also by ones that start their own session or process group,
+ * so this finds a whole tree that a process-group kill would miss. At most a few files are open at once, and
+ * a process that cannot be read is an error unless it belongs to another user (which none of this
+ * provider's processes do): a failed read is never taken for an untagged process.
+ */
+export async function findTaggedProcesses(
+  name: string,
+  value: string,
+  pids?: readonly number[],
+): Promise<ProcStat[]> {
   const needle = Buffer.from(`${name}=${value}\0`);
-  const pids = await listPids();
+  const candidates = pids ?? (await listPids());
   const found: ProcStat[] = [];
   const own = process.pid;
-  await Promise.all(
-    pids.map(async (pid) => {
-      if (pid === own) return;
-      let environ: Buffer;
-      try {
-        environ = await readFile(`/proc/${pid}/environ`);
-      } catch {
-        return;
-      }
-      // The needle must start a variable: at offset 0 or right after a NUL.
-      let at = environ.indexOf(needle);
-      while (at > 0 && environ[at - 1] !== 0) at = environ.indexOf(needle, at + 1);
-      if (at < 0) return;
-      const stat = await readProcStat(pid);
-      if (stat && stat.state !== "Z" && stat.state !== "X") found.push(stat);
-    }),
-  );
+  await bounded(candidates, async (pid) => {
+    if (pid === own) return;
+    const environ = await readEnviron(pid, pids === undefined);
+    if (environ === undefined) return;
+    if (!holdsVariable(environ, needle)) return;
+    const stat = await readProcStat(pid);
+    if (stat && stat.state !== "Z" && stat.state !== "X") found.push(stat);
+  });
+  return found;
+}
+
+/**
+ * Every live process in the PID namespace `namespace` (as `readlink /proc/<pid>/ns/pid` names it). Reading
+ * the link opens nothing, so the scan cannot run out of descriptors; a process whose link cannot be read
+ * although it is this user's is an error, not a non-member.
+ */
+export async function pidNamespaceMembers(namespace: string): Promise<ProcStat[]> {
+  const found: ProcStat[] = [];
+  const own = process.pid;
+  await bounded(await listPids(), async (pid) => {
+    if (pid === own) return;
+    const link = await readUnlessForeign(pid, () => readlink(`/proc/${pid}/ns/pid`), false);
+    if (link === undefined) return;
+    if (link !== namespace) return;
+    const stat = await readProcStat(pid);
+    if (stat && stat.state !== "Z" && stat.state !== "X") found.push(stat);
+  });
   return found;
 }
 
@@ -113,8 +246,6 @@ export function sendSignal(pid: number, signal: string | number): boolean {
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** Who a tree signal must spare. */
 export interface SignalTreeOptions {
   /** Process groups to signal on the first pass (the command's own group). */
@@ -126,7 +257,8 @@ export interface SignalTreeOptions {
   readonly spare?:
     | {
         readonly pids?: readonly number[] | undefined;
-        readonly exe?: string | undefined;
+        /** Executables (as `/proc/<pid>/exe` names them) of launchers that must outlive the signal. */
+        readonly exes?: readonly string[] | undefined;
         /**
          * Also spare copies of this process that have not yet become another program: between fork and exec
          * a child still runs its parent's signal handlers, so a wrapper's `trap` would swallow the signal
@@ -153,31 +285,39 @@ async function exeOf(pid: number): Promise<string | undefined> {
   }
 }
 
+/** Finds the processes of one tree (a command's, a sandbox's), fresh on every call. */
+export type ProcessFinder = () => Promise<ProcStat[]>;
+
+/** A finder for the processes carrying `name=value` in their environment, anywhere on the host. */
+export function taggedProcesses(tag: { name: string; value: string }): ProcessFinder {
+  return () => findTaggedProcesses(tag.name, tag.value);
+}
+
 /**
- * Signals every process carrying the tag. With `SIGKILL` (and `SIGSTOP`/`SIGCONT`) every process is signalled,
- * groups included, and a kill repeats until no tagged process is left, because a tree can fork while it is
- * being killed. Catchable signals go to the tagged processes except the spared ones, once. Returns how many
- * processes were signalled on the last pass (0 after a kill means the tree is gone).
+ * Signals every process `find` returns. With `SIGKILL` (and `SIGSTOP`/`SIGCONT`) every process is signalled,
+ * groups included, and a kill repeats until none is left, because a tree can fork while it is being killed.
+ * Catchable signals go to the processes except the spared ones, once. Returns how many processes were
+ * signalled on the last pass (0 after a kill means the tree is gone).
  */
 export async function signalTree(
-  tag: { name: string; value: string },
+  find: ProcessFinder,
   signal: string,
   options: SignalTreeOptions = {},
 ): Promise<number> {
   const forced = signal === "SIGKILL" || signal === "SIGSTOP" || signal === "SIGCONT";
   const sparedPids = new Set(forced ? [] : (options.spare?.pids ?? []));
-  const sparedExe = forced ? undefined : options.spare?.exe;
+  const sparedExes = new Set(forced ? [] : (options.spare?.exes ?? []));
   const forksOf = forced ? undefined : options.spare?.forksOf;
   const parentCmdline = forksOf === undefined ? undefined : await cmdlineOf(forksOf);
   for (let round = 0; ; round++) {
     // Groups only on the first pass: once their members are gone, a group id may be reused by strangers.
     if (round === 0 && (forced || !options.spare))
       for (const group of options.groups ?? []) sendSignal(-group, signal);
-    const tagged = await findTaggedProcesses(tag.name, tag.value);
+    const tagged = await find();
     let signalled = 0;
     for (const proc of tagged) {
       if (sparedPids.has(proc.pid)) continue;
-      if (sparedExe !== undefined && (await exeOf(proc.pid)) === sparedExe) continue;
+      if (sparedExes.size > 0 && sparedExes.has((await exeOf(proc.pid)) ?? "")) continue;
       if (parentCmdline !== undefined && proc.ppid === forksOf) {
         const cmdline = await cmdlineOf(proc.pid);
         if (cmdline?.equals(parentCmdline)) continue;

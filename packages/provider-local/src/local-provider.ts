@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import {
@@ -25,9 +25,10 @@ import {
   spawnBackground,
 } from "./local-background.js";
 import { localCapabilities, localFlags, localUnisolatedCapabilities } from "./local-capabilities.js";
+import { cgroupSupport, enforcedLimits } from "./local-cgroups.js";
 import { type CommandSettings, type CommandTarget, viewOf } from "./local-command.js";
 import { guardLocal, LOCAL_PROVIDER_NAME, localError, throwIfAborted } from "./local-errors.js";
-import { runForeground } from "./local-exec.js";
+import { type CommandContext, runForeground } from "./local-exec.js";
 import { LocalExpiryTimers } from "./local-expiry-timers.js";
 import {
   listSandboxDirectory,
@@ -40,25 +41,34 @@ import {
   writeSandboxFile,
   writeSandboxFileStream,
 } from "./local-files.js";
+import { applyEgress, liveHolder } from "./local-holder.js";
+import { HolderCache } from "./local-holder-cache.js";
+import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
 import { assertLocalId, newLocalId } from "./local-ids.js";
 import { type ResolvedIsolation, resolveIsolation } from "./local-isolation.js";
+import { recordedCgroup, sandboxCgroupFor, sandboxResources } from "./local-launch.js";
 import {
+  destroySandbox,
+  finishAbandonedDestroys,
   isExpired,
-  killAllProcesses,
   pauseSandbox,
   removeSandboxDirectory,
   resumeSandbox,
   stopSandbox,
 } from "./local-lifecycle.js";
+import { describeEnforcement, resolveResources } from "./local-limits.js";
 import { sandboxMetrics } from "./local-metrics.js";
-import { NamespaceCache } from "./local-namespace-cache.js";
+import { addPortForward, networkSupport, removePortForward } from "./local-network.js";
 import {
   type LocalEgress,
   type LocalOptions,
+  normalizedMounts,
+  pathsOverlap,
   resolveStateRoot,
   validateLocalOptions,
 } from "./local-options.js";
 import { createPty } from "./local-pty.js";
+import { seccompProgram } from "./local-seccomp.js";
 import {
   copyTree,
   createSnapshot,
@@ -85,6 +95,8 @@ export interface LocalSandboxHandle {
   readonly workspace: string;
   /** Host directory behind the sandbox's `/tmp`. */
   readonly tmp: string;
+  /** Host directory behind `/home/user`. */
+  readonly home: string;
 }
 
 /** A spec field the local provider honours (`template`, `volumes`, `resources` fail to type-check in `create`). */
@@ -105,8 +117,6 @@ export type LocalProvider<TCaps extends typeof localCapabilities | typeof localU
 
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const MAX_FORK_COUNT = 64;
-// Top-level host directories that are never visible inside bubblewrap as they are.
-const NOT_BOUND = new Set(["tmp", "proc", "dev"]);
 
 type Sandbox = DriverSandbox<LocalSandboxHandle>;
 
@@ -117,18 +127,11 @@ type Sandbox = DriverSandbox<LocalSandboxHandle>;
  */
 function handleOf(id: string, root: string, unisolated: boolean): Sandbox {
   const paths = sandboxPaths(root, id);
-  const native = { id, dir: paths.dir, workspace: paths.workspace, tmp: paths.tmp };
+  const native = { id, dir: paths.dir, workspace: paths.workspace, tmp: paths.tmp, home: paths.home };
   return unisolated ? { id, native, emulationStateDir: join(paths.tmp, ".sbox") } : { id, native };
 }
 
 function rejectUnhonoured(spec: SandboxSpec): void {
-  const resources = spec.resources;
-  if (resources && Object.values(resources).some((value) => value !== undefined)) {
-    throw localError(
-      "Validation",
-      "resources cannot be enforced by the local provider: it has no cgroup limits, and a limit that is not enforced is not accepted",
-    );
-  }
   for (const field of ["template", "volumes", "region", "secrets"] as const) {
     if (spec[field] !== undefined)
       throw localError("Validation", `${field} is not supported by the local provider`);
@@ -144,6 +147,18 @@ function validatePort(port: unknown): number {
 
 function urlOf(port: number): string {
   return `http://127.0.0.1:${port}`;
+}
+
+let limitsWarned = false;
+
+/** Says once per process, at the first sandbox created without cgroups, what its limits are enforced by. */
+function warnAboutRlimits(reason: string): void {
+  if (limitsWarned) return;
+  limitsWarned = true;
+  process.emitWarning(
+    `sbox local: no cgroup can be made here (${reason}); sandbox limits are rlimits: processes and file sizes are limited, memory per process only, CPU not at all. getInfo().raw.limits says what each sandbox gets.`,
+    { code: "SBOX_LOCAL_RLIMITS" },
+  );
 }
 
 /**
@@ -192,21 +207,31 @@ export function local(
     }
   };
 
-  const namespaces = new NamespaceCache();
-  let hide: readonly string[] | undefined;
-  const settings = (): CommandSettings => {
-    if (!hide) {
-      // Other sandboxes' files must not be readable from inside one: hide the state root behind a tmpfs.
-      let real = root;
-      try {
-        real = realpathSync(root);
-      } catch {
-        real = root;
+  const holders = new HolderCache();
+  const mounts = normalizedMounts(options);
+  const hostLoopback = options.network?.hostLoopback === true;
+  const settings = (): CommandSettings => ({
+    shell,
+    // Under bubblewrap the host's PATH names directories the sandbox does not have (a user's ~/.local/bin).
+    path: options.path ?? (unisolated() ? (process.env.PATH ?? DEFAULT_PATH) : DEFAULT_PATH),
+    mounts,
+    stateRoot: root,
+  });
+  const context = (): CommandContext => ({ settings: settings(), isolation: isolation(), holders });
+
+  /** Mounts name host paths that must exist, and may not expose the state root (every sandbox's files). */
+  const checkMounts = () => {
+    for (const mount of mounts) {
+      if (!existsSync(mount.host)) {
+        throw localError("Validation", `mounts: the host path ${mount.host} does not exist`);
       }
-      const top = real.split("/")[1] ?? "";
-      hide = NOT_BOUND.has(top) ? [] : [real];
+      if (pathsOverlap(mount.host, root)) {
+        throw localError(
+          "Validation",
+          `mounts: ${mount.host} overlaps the state root ${root}, which holds every sandbox's files`,
+        );
+      }
     }
-    return { shell, path: options.path ?? process.env.PATH ?? DEFAULT_PATH, hide, namespaces };
   };
 
   const requireEgress = (egress: LocalEgress, operation: string) => {
@@ -226,13 +251,25 @@ export function local(
     let record = await readRecord(paths, id);
     if (enforceExpiry && record.state !== "stopped" && isExpired(record)) {
       record = await stopSandbox({ id, paths, record });
-      namespaces.forget(paths.dir);
+      holders.forget(paths.dir);
     }
     return { id, paths, record };
   };
 
   // Loading an expired sandbox stops it: the timer only has to load it when its time is up.
   const expiry = new LocalExpiryTimers((id) => load(id));
+
+  /** The host id the sandbox user has, when files the host creates must be handed to it (root hosts). */
+  const sandboxOwner = () => {
+    const identity = hostIdentity();
+    return !unisolated() && identity.root
+      ? { uid: identity.sandboxUid, gid: identity.sandboxGid }
+      : undefined;
+  };
+
+  /** The user-mode network stack of a running sandbox, if it has one now. */
+  const runningStackOf = async (target: CommandTarget) =>
+    unisolated() ? undefined : (await liveHolder(target))?.stack;
 
   const requireRunning = (target: CommandTarget, operation: string): void => {
     if (target.record.state !== "running") {
@@ -255,6 +292,12 @@ export function local(
       isolationMode = "unavailable";
       isolationReason = (error as Error).message;
     }
+    const identity = hostIdentity();
+    const bwrap = isolationMode === "bwrap";
+    const cgroup = recordedCgroup(target);
+    const support = cgroupSupport();
+    const limits = describeEnforcement(sandboxResources(record), cgroup ?? support);
+    const network = networkSupport(identity);
     const info: DriverSandboxInfo = {
       id: target.id,
       state: record.state,
@@ -267,9 +310,26 @@ export function local(
         dir: paths.dir,
         workspace: paths.workspace,
         tmp: paths.tmp,
+        home: paths.home,
         egress: record.egress,
         ports: [...record.ports],
         stateRoot: root,
+        limits: { ...limits, ...(cgroup ? { cgroup, kernel: enforcedLimits(cgroup) } : {}) },
+        ...(bwrap
+          ? {
+              user: {
+                name: SANDBOX_USER.name,
+                uid: SANDBOX_USER.uid,
+                hostUid: identity.sandboxUid,
+                home: SANDBOX_USER.home,
+              },
+              network:
+                network.kind === "slirp4netns"
+                  ? { mode: "user-mode", stack: "slirp4netns", hostLoopback: record.hostLoopback === true }
+                  : { mode: "host", reason: network.reason },
+              seccomp: seccompProgram() ? "docker-like default" : `none (no filter for ${process.arch})`,
+            }
+          : {}),
       },
     };
     if (record.expiresAt !== undefined) info.expiresAt = new Date(record.expiresAt);
@@ -282,6 +342,8 @@ export function local(
     egress: LocalEgress,
     ports: readonly number[],
   ): LocalSandboxRecord => ({
+    resources: resolveResources(spec),
+    ...(hostLoopback ? { hostLoopback } : {}),
     version: 1,
     id,
     ...(spec.name === undefined ? {} : { name: spec.name }),
@@ -302,10 +364,10 @@ export function local(
   ) => {
     const target = await load(sandbox.id);
     requireRunning(target, operation);
-    return runForeground(settings(), isolation(), target, request, output);
+    return runForeground(context(), target, request, output);
   };
 
-  const background = () => ({ settings: settings(), isolation: isolation(), registry });
+  const background = () => ({ ...context(), registry });
 
   const driver: ProviderDriver<LocalSandboxHandle> = {
     doCreate: (spec, { signal }) =>
@@ -321,7 +383,16 @@ export function local(
         }
         const egress: LocalEgress = egressPolicy;
         isolation();
+        // Once per provider: what a program that died while destroying left behind is finished.
+        sweptRoot ??= readdir(root)
+          .then((names) => finishAbandonedDestroys(root, names))
+          .catch(() => {});
+        await sweptRoot;
         requireEgress(egress, "create");
+        checkMounts();
+        const record = newRecord("pending", spec, egress, []);
+        const support = cgroupSupport();
+        if (support.kind === "none") warnAboutRlimits(support.reason);
         const ports = [...new Set((spec.ports ?? []).map(validatePort))];
         if (ports.length > 0 && egress === "block-all") {
           throw localError(
@@ -332,9 +403,11 @@ export function local(
         const id = newLocalId();
         const paths = sandboxPaths(root, id);
         await mkdir(root, { recursive: true, mode: 0o700 });
-        const record = newRecord(id, spec, egress, ports);
-        await createSandboxDirectories(paths, record);
-        if (record.expiresAt !== undefined) expiry.arm(id, Date.parse(record.expiresAt));
+        const created = { ...record, id, ports };
+        await createSandboxDirectories(paths, created, sandboxOwner());
+        // The limits exist from the start (they are read back by getInfo), not from the first command.
+        await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+        if (created.expiresAt !== undefined) expiry.arm(id, Date.parse(created.expiresAt));
         return handleOf(id, root, unisolated());
       }),
 
@@ -357,9 +430,8 @@ export function local(
           throw error;
         }
         expiry.disarm(sandbox.id);
-        await killAllProcesses(target);
-        namespaces.forget(paths.dir);
-        await removeSandboxDirectory(paths);
+        holders.forget(paths.dir);
+        await destroySandbox(target);
       }),
 
     doGetInfo: (sandbox, { signal }) =>
@@ -415,7 +487,7 @@ export function local(
       guardLocal("pty.create", async () => {
         const target = await load(sandbox.id);
         requireRunning(target, "pty.create");
-        return createPty(settings(), isolation(), target, request);
+        return createPty(context(), target, request);
       }),
 
     doReadFile: (sandbox, path, { signal }) =>
@@ -466,14 +538,18 @@ export function local(
         throwIfAborted(signal, "stop");
         const target = await load(sandbox.id, false);
         await stopSandbox(target);
-        namespaces.forget(target.paths.dir);
+        holders.forget(target.paths.dir);
       }),
     doPause: (sandbox, { signal }) =>
       guardLocal("pause", async () => {
         throwIfAborted(signal, "pause");
         const target = await load(sandbox.id);
         if (target.record.state === "paused") return;
-        await pauseSandbox(target);
+        const resolved = isolation();
+        await pauseSandbox(
+          target,
+          resolved.mode === "bwrap" ? [resolved.bwrapPath, resolved.programs.nsenter] : [],
+        );
       }),
     doResume: (sandbox, { signal }) =>
       guardLocal("resume", async () => {
@@ -505,8 +581,7 @@ export function local(
       }),
     doMetrics: (sandbox, { signal }) =>
       guardLocal("metrics", async () => {
-        const target = await load(sandbox.id);
-        return sandboxMetrics(target.id, target.paths.dir, signal);
+        return sandboxMetrics(await load(sandbox.id), signal);
       }),
 
     doExposePort: (sandbox, port, { signal, private: isPrivate }) =>
@@ -522,6 +597,10 @@ export function local(
             "ports cannot be exposed while egress is blocked: the sandbox's network namespace is unreachable from the host",
           );
         }
+        // With the user-mode network a running sandbox gets the forward at once; one started later gets
+        // every recorded port when its network starts.
+        const stack = await runningStackOf(target);
+        if (stack) await addPortForward(stack, port);
         await updateRecord(target.paths, target.id, (record) => ({
           ...record,
           ports: record.ports.includes(port) ? record.ports : [...record.ports, port],
@@ -538,6 +617,8 @@ export function local(
       guardLocal("ports.unexpose", async () => {
         throwIfAborted(signal, "ports.unexpose");
         const target = await load(sandbox.id);
+        const stack = await runningStackOf(target);
+        if (stack) await removePortForward(stack, port);
         await updateRecord(target.paths, target.id, (record) => ({
           ...record,
           ports: record.ports.filter((p) => p !== port),
@@ -572,7 +653,7 @@ export function local(
     doRestoreSnapshot: (sandbox, ref, { signal }) =>
       guardLocal("snapshots.restore", async () => {
         throwIfAborted(signal, "snapshots.restore");
-        await restoreSnapshot((await load(sandbox.id)).paths, ref);
+        await restoreSnapshot((await load(sandbox.id)).paths, ref, sandboxOwner());
       }),
     doListSnapshots: (sandbox, { signal }) =>
       guardLocal("snapshots.list", async () => {
@@ -598,15 +679,13 @@ export function local(
             const id = newLocalId();
             const paths = sandboxPaths(root, id);
             // Ports are host ports: a copy cannot hold the same ones.
-            await createSandboxDirectories(paths, {
-              ...source.record,
-              id,
-              createdAt: new Date().toISOString(),
-              state: "running",
-              ports: [],
-            });
+            await createSandboxDirectories(
+              paths,
+              { ...source.record, id, createdAt: new Date().toISOString(), state: "running", ports: [] },
+              sandboxOwner(),
+            );
             forks.push(handleOf(id, root, unisolated()));
-            await copyTree(source.paths.workspace, paths.workspace);
+            await copyTree(source.paths.workspace, paths.workspace, sandboxOwner());
           }
         } catch (error) {
           await Promise.all(
@@ -620,9 +699,11 @@ export function local(
     doDispose: async () => {
       expiry.clear();
       registry.detachAll();
-      namespaces.clear();
+      holders.clear();
     },
   };
+
+  let sweptRoot: Promise<void> | undefined;
 
   async function* listSandboxes(filter: ListFilter, signal: AbortSignal): AsyncGenerator<DriverSandboxInfo> {
     let names: string[];
@@ -632,6 +713,7 @@ export function local(
       if ((error as { code?: string }).code === "ENOENT") return;
       throw localError("Provider", `cannot read the state root ${root}`, error);
     }
+    await finishAbandonedDestroys(root, names);
     const states =
       filter.state === undefined ? undefined : Array.isArray(filter.state) ? filter.state : [filter.state];
     for (const name of names.sort()) {
@@ -691,7 +773,12 @@ export function local(
               `unexpose ports ${target.record.ports.join(", ")} first: they cannot be reached once egress is blocked`,
             );
           }
-          await updateRecord(target.paths, target.id, (record) => ({ ...record, egress: policy }));
+          const updated = await updateRecord(target.paths, target.id, (record) => ({
+            ...record,
+            egress: policy,
+          }));
+          const resolved = isolation();
+          if (resolved.mode === "bwrap") await applyEgress(resolved, { ...target, record: updated });
         }),
     }) as LocalProvider<typeof localCapabilities>;
   }

@@ -5,12 +5,11 @@ import {
   type DriverPtyRequest,
   optionalPackageError,
 } from "@sbox/core/spec";
-import { type CommandSettings, type CommandTarget, planLaunch } from "./local-command.js";
+import type { CommandTarget } from "./local-command.js";
 import { localError, throwIfAborted } from "./local-errors.js";
-import { ensureSandboxNamespace, NAMESPACE_CHILD_FD, sharesPidNamespace } from "./local-holder.js";
+import { type CommandContext, cleanUpLaunch, planCommand } from "./local-exec.js";
 import { newLocalId } from "./local-ids.js";
-import type { ResolvedIsolation } from "./local-isolation.js";
-import { COMMAND_TAG_VARIABLE, signalName, signalTree } from "./local-procfs.js";
+import { signalName, signalTree } from "./local-procfs.js";
 
 interface PtyProcess {
   readonly pid: number;
@@ -55,50 +54,24 @@ function loadPty(): Promise<PtyModule> {
  * host has it). Under bubblewrap the terminal's program dies with this host program.
  */
 export async function createPty(
-  settings: CommandSettings,
-  isolation: ResolvedIsolation,
+  context: CommandContext,
   target: CommandTarget,
   request: DriverPtyRequest,
 ): Promise<DriverPty> {
   throwIfAborted(request.signal, "pty.create");
   const pty = await loadPty();
   const tag = newLocalId();
-  const shell = existsSync("/bin/bash") ? "/bin/bash" : settings.shell;
-  // node-pty cannot pass extra descriptors: a shell opens the namespace as fd 3, then becomes bubblewrap.
-  const holder =
-    isolation.mode === "bwrap" && sharesPidNamespace(isolation)
-      ? await ensureSandboxNamespace(settings, isolation, target)
-      : undefined;
-  const planned = planLaunch(
-    { ...settings, shell: request.command === undefined ? shell : settings.shell },
-    isolation,
-    target,
-    {
-      command: request.command === undefined ? undefined : { shell: request.command },
-      cwd: request.cwd,
-      env: request.env,
-      tag,
-      foreground: true,
-      extraEnv: { TERM: "xterm-256color" },
-      pidNamespaceFd: holder === undefined ? undefined : NAMESPACE_CHILD_FD,
-    },
-  );
-  if ("cwdProblem" in planned) throw localError("Validation", planned.cwdProblem.trim());
-  const plan =
-    holder === undefined
-      ? planned
-      : {
-          ...planned,
-          file: settings.shell,
-          args: [
-            "-c",
-            `exec ${NAMESPACE_CHILD_FD}<"$1"; shift; exec "$@"`,
-            "sh",
-            `/proc/${holder}/ns/pid`,
-            planned.file,
-            ...planned.args,
-          ],
-        };
+  // The launchers open what they need themselves (node-pty cannot pass extra descriptors).
+  const plan = await planCommand(context, target, {
+    command: request.command === undefined ? undefined : { shell: request.command },
+    cwd: request.cwd,
+    env: request.env,
+    tag,
+    session: "terminal",
+    extraEnv: { TERM: "xterm-256color" },
+    terminalShell: existsSync("/bin/bash") ? "/bin/bash" : context.settings.shell,
+  });
+  if ("cwdProblem" in plan) throw localError("Validation", plan.cwdProblem.trim());
   let child: PtyProcess;
   try {
     child = pty.spawn(plan.file, [...plan.args], {
@@ -110,16 +83,17 @@ export async function createPty(
       encoding: null,
     });
   } catch (error) {
+    cleanUpLaunch(plan, true);
     throw localError("Provider", `could not open a pty: ${(error as Error).message}`, error);
   }
   const exited = new Promise<DriverExit>((resolve) => {
     child.onExit(({ exitCode, signal }) => {
+      cleanUpLaunch(plan, true);
       const name = signal ? signalName(signal) : undefined;
       resolve(name ? { exitCode: 128 + (signal ?? 0), signal: name } : { exitCode });
     });
   });
   child.onData((data) => request.onData(typeof data === "string" ? Buffer.from(data) : data));
-  const tree = { name: COMMAND_TAG_VARIABLE, value: tag };
   return {
     pid: child.pid,
     async write(data) {
@@ -129,7 +103,7 @@ export async function createPty(
       child.resize(cols, rows);
     },
     async kill() {
-      await signalTree(tree, "SIGKILL", { groups: [child.pid] });
+      await signalTree(plan.find, "SIGKILL", { groups: [child.pid] });
     },
     wait: () => exited,
   };

@@ -1,9 +1,11 @@
-import { cp, lstat, mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { SnapshotRef } from "@sbox/core/spec";
 import { localError } from "./local-errors.js";
+import { closeQuietly, openDirectory } from "./local-fd-paths.js";
 import { assertLocalId, newLocalId } from "./local-ids.js";
 import { type LocalSandboxPaths, writeFileAtomic } from "./local-state.js";
+import { copyDirectoryContent, emptyDirectory, type TreeOwner } from "./local-tree.js";
 
 interface SnapshotMeta {
   readonly version: 1;
@@ -13,29 +15,23 @@ interface SnapshotMeta {
 }
 
 /**
- * Copies a workspace tree: symlinks are copied as links (never followed), sockets, FIFOs and devices are
- * skipped (they cannot be copied meaningfully), timestamps and modes are kept.
+ * Copies the content of one existing directory into another (see `copyDirectoryContent`: symlinks as links,
+ * never followed; sockets, FIFOs and devices skipped; modes and timestamps kept), every copy handed to `owner`.
+ * Both directories are the provider's own (a workspace, a snapshot), so they are opened by path; everything
+ * below them is walked by descriptor.
  */
-export async function copyTree(from: string, to: string): Promise<void> {
-  await cp(from, to, {
-    recursive: true,
-    verbatimSymlinks: true,
-    preserveTimestamps: true,
-    force: true,
-    errorOnExist: false,
-    filter: async (source) => {
-      const stats = await lstat(source);
-      return stats.isFile() || stats.isDirectory() || stats.isSymbolicLink();
-    },
-  });
-}
-
-/** Deletes everything inside `dir`, keeping `dir` itself (and so every bind mount of it). */
-export async function emptyDirectory(dir: string): Promise<void> {
-  const names = await readdir(dir);
-  await Promise.all(
-    names.map((name) => rm(join(dir, name), { recursive: true, force: true, maxRetries: 2 })),
-  );
+export async function copyTree(from: string, to: string, owner: TreeOwner): Promise<void> {
+  const source = await openDirectory(from);
+  try {
+    const target = await openDirectory(to);
+    try {
+      await copyDirectoryContent(source, target, owner);
+    } finally {
+      await closeQuietly(target);
+    }
+  } finally {
+    await closeQuietly(source);
+  }
 }
 
 function refOf(meta: SnapshotMeta): SnapshotRef {
@@ -64,9 +60,10 @@ export async function createSnapshot(
 ): Promise<SnapshotRef> {
   const id = newLocalId();
   const dir = snapshotDir(paths, id);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await mkdir(join(dir, "workspace"), { recursive: true, mode: 0o700 });
   try {
-    await copyTree(paths.workspace, join(dir, "workspace"));
+    // Kept as this process's files: the snapshot is the provider's, and restore hands copies to the sandbox.
+    await copyTree(paths.workspace, join(dir, "workspace"), undefined);
     const meta: SnapshotMeta = {
       version: 1,
       id,
@@ -82,12 +79,24 @@ export async function createSnapshot(
   }
 }
 
-/** Replaces the workspace's content with the snapshot's, in place. */
-export async function restoreSnapshot(paths: LocalSandboxPaths, ref: SnapshotRef): Promise<void> {
+/**
+ * Replaces the workspace's content with the snapshot's, in place. The workspace is emptied and refilled
+ * through descriptors, so a sandbox process racing the restore cannot make it write outside the workspace.
+ */
+export async function restoreSnapshot(
+  paths: LocalSandboxPaths,
+  ref: SnapshotRef,
+  owner: TreeOwner,
+): Promise<void> {
   const dir = snapshotDir(paths, ref?.id);
   if (!(await readMeta(dir))) throw localError("NotFound", `no snapshot ${ref.id}`);
-  await emptyDirectory(paths.workspace);
-  await copyTree(join(dir, "workspace"), paths.workspace);
+  const workspace = await openDirectory(paths.workspace);
+  try {
+    await emptyDirectory(workspace);
+  } finally {
+    await closeQuietly(workspace);
+  }
+  await copyTree(join(dir, "workspace"), paths.workspace, owner);
 }
 
 /** Lists the snapshots of a sandbox, oldest first. */

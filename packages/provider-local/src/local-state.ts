@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { lstatSync, readFileSync } from "node:fs";
-import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxState } from "@sbox/core/spec";
 import { localError } from "./local-errors.js";
 import { assertLocalId } from "./local-ids.js";
+import type { LocalResources } from "./local-limits.js";
 import type { LocalEgress } from "./local-options.js";
 
 /** The lifecycle states the local provider keeps on disk (`destroyed` is the absence of the directory). */
@@ -23,6 +24,10 @@ export interface LocalSandboxRecord {
   readonly expiresAt?: string | undefined;
   readonly egress: LocalEgress;
   readonly ports: readonly number[];
+  /** Whether the sandbox may reach the host's loopback (`local({ network: { hostLoopback: true } })`). */
+  readonly hostLoopback?: boolean | undefined;
+  /** Limits (absent in records written before limits existed: the defaults apply). */
+  readonly resources?: LocalResources | undefined;
 }
 
 /** Where the parts of one sandbox live on the host. */
@@ -33,6 +38,14 @@ export interface LocalSandboxPaths {
   readonly workspace: string;
   /** Mounted at `/tmp`, kept for the sandbox's lifetime. */
   readonly tmp: string;
+  /** Mounted at `/home/user`, the sandbox user's home. */
+  readonly home: string;
+  /** The sandbox's own `/etc/passwd`, `group`, `hosts`, `hostname`, `resolv.conf` (written by the provider). */
+  readonly etc: string;
+  /** The network helper's control socket and log. */
+  readonly net: string;
+  /** Launch files of starting commands (their bubblewrap arguments), removed once they run. */
+  readonly launch: string;
   /** One directory per background process: output files, pid and exit records. */
   readonly procs: string;
   /** One directory per snapshot. */
@@ -43,11 +56,19 @@ export interface LocalSandboxPaths {
 
 /** The paths of sandbox `id` under `root`; the id is validated first, so the result is always inside `root`. */
 export function sandboxPaths(root: string, id: string): LocalSandboxPaths {
-  const dir = join(root, assertLocalId(id));
+  return pathsIn(join(root, assertLocalId(id)));
+}
+
+/** The paths of a sandbox whose directory is `dir` (also one moved aside while it is destroyed). */
+export function pathsIn(dir: string): LocalSandboxPaths {
   return {
     dir,
     workspace: join(dir, "workspace"),
     tmp: join(dir, "tmp"),
+    home: join(dir, "home"),
+    etc: join(dir, "etc"),
+    net: join(dir, "net"),
+    launch: join(dir, "launch"),
     procs: join(dir, "procs"),
     snapshots: join(dir, "snapshots"),
     record: join(dir, "sandbox.json"),
@@ -66,19 +87,46 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
   }
 }
 
+/**
+ * Creates the directories a sandbox needs that are missing (all of them for a new sandbox; a sandbox made by
+ * an earlier version has no home directory yet). The sandbox's own directories are handed to `owner`, the
+ * host id of the sandbox user, so that it can write them.
+ */
+export async function ensureSandboxDirectories(
+  paths: LocalSandboxPaths,
+  owner: { readonly uid: number; readonly gid: number } | undefined,
+): Promise<void> {
+  const make = async (path: string, mode: number, sandboxOwned: boolean) => {
+    try {
+      await mkdir(path, { mode });
+    } catch (error) {
+      if ((error as { code?: string }).code === "EEXIST") return;
+      throw error;
+    }
+    // The umask applied at creation; /tmp must be world-writable and sticky like a real one.
+    await chmod(path, mode);
+    if (sandboxOwned && owner) await chown(path, owner.uid, owner.gid);
+  };
+  await Promise.all([
+    make(paths.workspace, 0o755, true),
+    make(paths.tmp, 0o1777, true),
+    make(paths.home, 0o755, true),
+    make(paths.procs, 0o700, false),
+    make(paths.snapshots, 0o700, false),
+    make(paths.etc, 0o755, false),
+    make(paths.net, 0o700, false),
+    make(paths.launch, 0o700, false),
+  ]);
+}
+
 /** Creates the directories of a new sandbox and its first record. */
 export async function createSandboxDirectories(
   paths: LocalSandboxPaths,
   record: LocalSandboxRecord,
+  owner: { readonly uid: number; readonly gid: number } | undefined,
 ): Promise<void> {
   await mkdir(paths.dir, { recursive: false, mode: 0o700 });
-  await Promise.all([
-    mkdir(paths.workspace, { mode: 0o755 }),
-    // Like a real /tmp: world-writable and sticky.
-    mkdir(paths.tmp).then(() => chmod(paths.tmp, 0o1777)),
-    mkdir(paths.procs, { mode: 0o700 }),
-    mkdir(paths.snapshots, { mode: 0o700 }),
-  ]);
+  await ensureSandboxDirectories(paths, owner);
   await writeRecord(paths, record);
 }
 
@@ -100,7 +148,8 @@ function isRecord(value: unknown, id: string): value is LocalSandboxRecord {
     typeof r.env === "object" &&
     r.env !== null &&
     (r.egress === "allow-all" || r.egress === "block-all") &&
-    Array.isArray(r.ports)
+    Array.isArray(r.ports) &&
+    (r.resources === undefined || (typeof r.resources === "object" && r.resources !== null))
   );
 }
 

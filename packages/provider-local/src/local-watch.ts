@@ -1,8 +1,17 @@
-import { type FSWatcher, watch } from "node:fs";
+import { constants, type FSWatcher, type Stats, watch } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import type { WatchEvent } from "@sbox/core/spec";
 import { localError, throwIfAborted } from "./local-errors.js";
-import { childSandboxPath, resolveSandboxPath, type SandboxView } from "./local-paths.js";
+import {
+  at,
+  closeQuietly,
+  DIRECTORY_FLAGS,
+  fstatFd,
+  O_PATH,
+  openFd,
+  resolveEntry,
+} from "./local-fd-paths.js";
+import { childSandboxPath, type SandboxView } from "./local-paths.js";
 
 const POLL_MS = 250;
 const DEBOUNCE_MS = 15;
@@ -16,38 +25,54 @@ interface Entry {
 
 type Snapshot = Map<string, Entry>;
 
-async function entryOf(hostPath: string): Promise<Entry | undefined> {
+function entryOfStats(stats: Stats): Entry {
+  const kind = stats.isSymbolicLink()
+    ? "symlink"
+    : stats.isDirectory()
+      ? "dir"
+      : stats.isFile()
+        ? "file"
+        : "other";
+  return { kind, size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino };
+}
+
+async function entryAt(path: string): Promise<Entry | undefined> {
   try {
-    const stats = await lstat(hostPath);
-    const kind = stats.isSymbolicLink()
-      ? "symlink"
-      : stats.isDirectory()
-        ? "dir"
-        : stats.isFile()
-          ? "file"
-          : "other";
-    return { kind, size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino };
+    return entryOfStats(await lstat(path));
   } catch {
     return undefined;
   }
 }
 
-/** Everything under `hostDir` (symlinks are entries, never followed), keyed by sandbox path. */
-async function scan(hostDir: string, sandboxDir: string, recursive: boolean, into: Snapshot): Promise<void> {
+/**
+ * Everything inside the directory open as `dir` (symlinks are entries, never followed), keyed by sandbox path.
+ * Subdirectories are opened relative to `dir` with `O_NOFOLLOW`, so a scan never wanders out of the sandbox.
+ */
+async function scan(dir: number, sandboxDir: string, recursive: boolean, into: Snapshot): Promise<void> {
   let names: string[];
   try {
-    names = await readdir(hostDir);
+    names = await readdir(at(dir));
   } catch {
     return;
   }
   await Promise.all(
     names.map(async (name) => {
-      const host = `${hostDir}/${name}`;
       const path = childSandboxPath(sandboxDir, name);
-      const entry = await entryOf(host);
+      const entry = await entryAt(at(dir, name));
       if (!entry) return;
       into.set(path, entry);
-      if (recursive && entry.kind === "dir") await scan(host, path, recursive, into);
+      if (!recursive || entry.kind !== "dir") return;
+      let child: number;
+      try {
+        child = await openFd(at(dir, name), DIRECTORY_FLAGS);
+      } catch {
+        return; // no longer a directory
+      }
+      try {
+        await scan(child, path, recursive, into);
+      } finally {
+        await closeQuietly(child);
+      }
     }),
   );
 }
@@ -67,16 +92,31 @@ export async function watchSandboxPath(
   options: { signal: AbortSignal; recursive: boolean; onEvent(event: WatchEvent): void },
 ): Promise<{ close(): Promise<void> }> {
   throwIfAborted(options.signal, "files.watch");
-  const resolved = await resolveSandboxPath(view, path, { followFinal: true });
-  const root = await entryOf(resolved.hostPath);
-  if (!root) throw localError("NotFound", `no such file or directory: ${path}`);
-  const isDir = root.kind === "dir";
+  const resolved = await resolveEntry(view, path, { followFinal: true });
+  // The watched entry is pinned by a descriptor for the watch's whole life: inotify and every scan reach it
+  // through that descriptor, whatever is renamed or swapped around it later.
+  let pinned: number;
+  try {
+    // The area root is reached through its own descriptor's /proc link, which must be followed.
+    pinned = await openFd(resolved.at, O_PATH | (resolved.name === undefined ? 0 : constants.O_NOFOLLOW));
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT")
+      throw localError("NotFound", `no such file or directory: ${path}`);
+    throw error;
+  } finally {
+    await resolved.close();
+  }
+  const isDir = (await fstatFd(pinned)).isDirectory();
+  const sandboxPath = resolved.path;
   const take = async (): Promise<Snapshot> => {
     const snapshot: Snapshot = new Map();
-    if (isDir) await scan(resolved.hostPath, resolved.sandboxPath, options.recursive, snapshot);
+    if (isDir) await scan(pinned, sandboxPath, options.recursive, snapshot);
     else {
-      const entry = await entryOf(resolved.hostPath);
-      if (entry) snapshot.set(resolved.sandboxPath, entry);
+      try {
+        snapshot.set(sandboxPath, entryOfStats(await fstatFd(pinned)));
+      } catch {
+        // gone
+      }
     }
     return snapshot;
   };
@@ -129,23 +169,22 @@ export async function watchSandboxPath(
   };
   let watcher: FSWatcher | undefined;
   const trigger = () => schedule(DEBOUNCE_MS);
+  // Not node's recursive watch: it walks subdirectories by path. Nested changes are caught by the rescans.
   try {
-    watcher = watch(resolved.hostPath, { recursive: isDir && options.recursive, persistent: false }, trigger);
+    watcher = watch(at(pinned), { persistent: false }, trigger);
   } catch {
-    try {
-      watcher = watch(resolved.hostPath, { persistent: false }, trigger);
-    } catch {
-      watcher = undefined;
-    }
+    watcher = undefined;
   }
   watcher?.on("error", () => {});
   schedule(POLL_MS);
   return {
     async close() {
+      if (closed) return;
       closed = true;
       if (timer) clearTimeout(timer);
       watcher?.close();
       if (running) await running;
+      await closeQuietly(pinned);
     },
   };
 }

@@ -31,7 +31,8 @@ export function tempStateRoot(label: string): { home: string; cleanup(): void } 
 export function tempOutsideTmp(label: string): { dir: string; cleanup(): void } {
   // Not beside the checkout: a clone that lives under /tmp would put this under /tmp too, which a sandbox
   // sees as its own private /tmp.
-  const parent = "/var/tmp/sbox-local-test";
+  // One per user: a run as another user must not meet a directory it cannot write.
+  const parent = `/var/tmp/sbox-local-test-${process.getuid?.() ?? 0}`;
   mkdirSync(parent, { recursive: true });
   const dir = mkdtempSync(join(parent, `${label}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
@@ -121,12 +122,14 @@ export async function destroyAll(provider: AnyLocalProvider): Promise<number> {
  */
 export async function bundleChild(
   outDir: string,
+  fixture = "local-child",
+  limits: { openFiles?: number } = {},
 ): Promise<(...args: string[]) => Promise<Record<string, unknown>>> {
   const { build } = await import("esbuild");
-  const outfile = join(outDir, "local-child.mjs");
+  const outfile = join(outDir, `${fixture}.mjs`);
   const core = (path: string) => fileURLToPath(new URL(`../../core/src/${path}`, import.meta.url));
   await build({
-    entryPoints: [fileURLToPath(new URL("./fixtures/local-child.ts", import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(`./fixtures/${fixture}.ts`, import.meta.url))],
     outfile,
     bundle: true,
     platform: "node",
@@ -136,15 +139,25 @@ export async function bundleChild(
     alias: { "@sbox/core/spec": core("spec/index.ts") },
     logLevel: "silent",
   });
+  // With a descriptor limit, the child runs under `ulimit -n` (a shell builtin; the limit is inherited).
+  const [file, prefix] =
+    limits.openFiles === undefined
+      ? [process.execPath, []]
+      : ["/bin/sh", ["-c", `ulimit -n ${limits.openFiles} && exec "$@"`, "sh", process.execPath]];
   return (...args: string[]) =>
     new Promise((resolve, reject) => {
-      execFile(process.execPath, [outfile, ...args], { timeout: 60_000 }, (error, stdout, stderr) => {
-        const line = stdout.trim().split("\n").pop() ?? "";
-        try {
-          resolve(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          reject(new Error(`child failed: ${error?.message ?? ""}\n${stdout}\n${stderr}`));
-        }
-      });
+      execFile(
+        file,
+        [...prefix, outfile, ...args],
+        { timeout: 300_000, maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          const line = stdout.trim().split("\n").pop() ?? "";
+          try {
+            resolve(JSON.parse(line) as Record<string, unknown>);
+          } catch {
+            reject(new Error(`child failed: ${error?.message ?? ""}\n${stdout}\n${stderr}`));
+          }
+        },
+      );
     });
 }

@@ -55,7 +55,7 @@ describe.each(MODES)("foreground commands (%s)", (mode) => {
     }
   });
 
-  it("starts in /workspace with HOME and TMPDIR inside the sandbox, and passes no host variable", async () => {
+  it("starts in /workspace with HOME (the sandbox user's) and TMPDIR inside the sandbox, and passes no host variable", async () => {
     process.env.SBOX_TEST_HOST_SECRET = "must-not-leak";
     try {
       const result = await run(
@@ -64,12 +64,12 @@ describe.each(MODES)("foreground commands (%s)", (mode) => {
         'echo "$HOME|$TMPDIR|$SBOX_TEST_HOST_SECRET|$FROM_SPEC"; pwd',
       );
       const [vars, cwd] = result.stdout.trim().split("\n");
-      const { workspace, tmp } = sandbox.native;
+      const { workspace, tmp, home } = sandbox.native;
       if (mode === "bwrap") {
-        expect(vars).toBe("/workspace|/tmp||spec value");
+        expect(vars).toBe("/home/user|/tmp||spec value");
         expect(cwd).toBe("/workspace");
       } else {
-        expect(vars).toBe(`${workspace}|${tmp}||spec value`);
+        expect(vars).toBe(`${home}|${tmp}||spec value`);
         expect(cwd).toBe(workspace);
       }
     } finally {
@@ -324,19 +324,16 @@ describe("bubblewrap isolation", () => {
     ).toBe("hidden\n");
   });
 
-  it.runIf(process.getuid?.() === 0)(
-    "as root, every command of a sandbox shares one PID namespace: a detached process outlives its command",
-    async () => {
-      const started = await run(
-        provider,
-        sandbox,
-        "setsid sh -c 'sleep 300' >/dev/null 2>&1 < /dev/null & echo $!",
-      );
-      const pid = started.stdout.trim();
-      const seen = await run(provider, sandbox, `kill -0 ${pid} && echo alive; kill ${pid}; echo killed`);
-      expect(seen.stdout).toBe("alive\nkilled\n");
-    },
-  );
+  it("every command of a sandbox shares one PID namespace: a detached process outlives its command", async () => {
+    const started = await run(
+      provider,
+      sandbox,
+      "setsid sh -c 'sleep 300' >/dev/null 2>&1 < /dev/null & echo $!",
+    );
+    const pid = started.stdout.trim();
+    const seen = await run(provider, sandbox, `kill -0 ${pid} && echo alive; kill ${pid}; echo killed`);
+    expect(seen.stdout).toBe("alive\nkilled\n");
+  });
 
   it.runIf(process.getuid?.() === 0)("cannot connect to daemon sockets under /run", async () => {
     const { createServer } = await import("node:net");
@@ -354,7 +351,7 @@ describe("bubblewrap isolation", () => {
       expect(result.stdout).not.toContain("daemon answered");
       expect(result.stdout).toMatch(/refused|denied|No such/i);
       if (existsSync("/run/docker.sock"))
-        expect((await probe("/run/docker.sock")).stdout).toMatch(/refused|denied/i);
+        expect((await probe("/run/docker.sock")).stdout).toMatch(/refused|denied|No such/i);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

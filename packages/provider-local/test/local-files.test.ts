@@ -167,6 +167,24 @@ describe.each(MODES)("files (%s)", (mode) => {
     expect(ok).toBe(true);
   });
 
+  it("reads a whole file holding its bytes once (issue #13: no chunks collected and copied)", async () => {
+    const size = 100 * 1024 * 1024;
+    await run(provider, sandbox, `head -c ${size} /dev/zero > big/whole.bin`);
+    // Array buffers are counted exactly by V8 (RSS is not): a collect-and-copy read held about twice the size.
+    globalThis.gc?.();
+    const before = process.memoryUsage().arrayBuffers;
+    let peak = before;
+    const timer = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().arrayBuffers);
+    }, 1);
+    const bytes = await provider.doReadFile!(sandbox, "big/whole.bin", call());
+    clearInterval(timer);
+    peak = Math.max(peak, process.memoryUsage().arrayBuffers);
+    expect(bytes.byteLength).toBe(size);
+    expect(peak - before).toBeLessThan(size * 1.2);
+    await run(provider, sandbox, "rm big/whole.bin");
+  });
+
   it("refuses path traversal and absolute paths outside the sandbox, touching nothing", async () => {
     const hostile = [
       "../escape",

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { type DriverSandbox, SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalSandboxHandle, local } from "../src/index.js";
@@ -86,7 +86,9 @@ describe("state root and ids", () => {
 
   it("rejects spec fields it cannot honour instead of ignoring them", async () => {
     const provider = providerFor("bwrap", `${state.home}/spec`);
-    expect(await codeOf(provider.doCreate({ resources: { memoryMB: 512 } }, call()))).toBe("Validation");
+    expect(await codeOf(provider.doCreate({ resources: { gpu: "any" } }, call()))).toBe("Validation");
+    expect(await codeOf(provider.doCreate({ resources: { memoryMB: -1 } }, call()))).toBe("Validation");
+    expect(await codeOf(provider.doCreate({ resources: { vcpus: 10_000 } }, call()))).toBe("Validation");
     expect(await codeOf(provider.doCreate({ template: "ubuntu" }, call()))).toBe("Validation");
     expect(await codeOf(provider.doCreate({ network: { egress: { allow: ["example.com"] } } }, call()))).toBe(
       "NotSupported",
@@ -192,6 +194,23 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     expect(await ids({ metadata: { group: "nothing" } })).toEqual([]);
     await provider.doDestroy(a, call());
     await provider.doDestroy(b, call());
+  });
+
+  it("finishes a destroy whose program died after hiding the directory: none of its processes is left", async () => {
+    const sandbox = await provider.doCreate({}, call());
+    const seconds = marker();
+    await run(provider, sandbox, `sleep ${seconds} >/dev/null 2>&1 &`);
+    expect(await eventually(async () => (await processesWithMarker(`sleep\0${seconds}`)).length > 0)).toBe(
+      true,
+    );
+    // What destroy does first, by a program that then died (this pid with another start time is not this one).
+    const hidden = `${root()}/.trash-${process.pid}-1-0abc`;
+    renameSync(`${root()}/${sandbox.id}`, hidden);
+    const listed: string[] = [];
+    for await (const info of provider.doList!({}, call())) listed.push(info.id);
+    expect(listed).not.toContain(sandbox.id);
+    expect(await processesWithMarker(`sleep\0${seconds}`)).toEqual([]);
+    expect(existsSync(hidden)).toBe(false);
   });
 
   it("stop keeps files and refuses commands until resume", async () => {
@@ -359,7 +378,8 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     for (let attempt = 0; attempt < 5 && !proc; attempt++) {
       port = 20000 + Math.floor(Math.random() * 20000);
       const candidate = await provider.doSpawn!(sandbox, {
-        command: { argv: ["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"] },
+        // On every interface: under bubblewrap the port is forwarded to the sandbox's own address.
+        command: { argv: ["python3", "-m", "http.server", String(port), "--bind", "0.0.0.0"] },
         signal: new AbortController().signal,
         onStdout: () => {},
         onStderr: () => {},
@@ -367,11 +387,17 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
       const info = await provider.doExposePort!(sandbox, port, { ...call(), private: false });
       expect(info.url).toBe(`http://127.0.0.1:${port}`);
       const answered = await eventually(async () => {
-        const response = await fetch(`${info.url}/index.txt`).catch(() => undefined);
+        // A connection made before the server listens waits (the forward retries): bound each attempt.
+        const response = await fetch(`${info.url}/index.txt`, { signal: AbortSignal.timeout(3_000) }).catch(
+          () => undefined,
+        );
         return response?.status === 200 && (await response.text()) === "hello from the sandbox\n";
       }, 15_000);
       if (answered) proc = candidate;
-      else await candidate.kill();
+      else {
+        await candidate.kill();
+        await provider.doUnexposePort!(sandbox, port, call());
+      }
     }
     expect(proc).toBeDefined();
     expect(await provider.doListPorts!(sandbox, call())).toEqual([{ port, url: `http://127.0.0.1:${port}` }]);
@@ -411,13 +437,19 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
 
 describe("egress control (bubblewrap)", () => {
   let provider: AnyLocalProvider;
+  let opened: AnyLocalProvider;
   let sandbox: DriverSandbox<LocalSandboxHandle>;
   let server: import("node:http").Server;
   let port = 0;
+  let userMode = false;
 
   beforeAll(async () => {
     provider = providerFor("bwrap", `${state.home}/egress`);
-    sandbox = await provider.doCreate({}, call());
+    // The host's loopback, opened explicitly: the only way a sandbox reaches a server on this machine.
+    opened = local({ root: `${state.home}/egress`, isolation: "bwrap", network: { hostLoopback: true } });
+    sandbox = await opened.doCreate({}, call());
+    const info = (await opened.doGetInfo(sandbox, call())).raw as { network: { mode: string } };
+    userMode = info.network.mode === "user-mode";
     const { createServer } = await import("node:http");
     server = createServer((_, response) => response.end("host answered"));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -428,22 +460,24 @@ describe("egress control (bubblewrap)", () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const reach = () =>
+  const reach = (target: DriverSandbox<LocalSandboxHandle>, host: string) =>
     run(
       provider,
-      sandbox,
-      `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}', timeout=3).read().decode())" 2>&1 | tail -1`,
+      target,
+      `python3 -c "import urllib.request; print(urllib.request.urlopen('http://${host}:${port}', timeout=3).read().decode())" 2>&1 | tail -1`,
     );
+  // With the user-mode network the host's loopback is the sandbox's gateway; with the host's own network, it is.
+  const host = () => (userMode ? "10.0.2.2" : "127.0.0.1");
 
   it("block-all really blocks a server on the host, allow-all lets it through again", async () => {
-    expect((await reach()).stdout).toBe("host answered\n");
-    await provider.doSetEgress!(sandbox, "block-all", call());
-    expect((await reach()).stdout).not.toContain("host answered");
-    expect(await codeOf(provider.doExposePort!(sandbox, 8080, { ...call(), private: false }))).toBe(
+    expect((await reach(sandbox, host())).stdout).toBe("host answered\n");
+    await opened.doSetEgress!(sandbox, "block-all", call());
+    expect((await reach(sandbox, host())).stdout).not.toContain("host answered");
+    expect(await codeOf(opened.doExposePort!(sandbox, 8080, { ...call(), private: false }))).toBe(
       "InvalidState",
     );
-    await provider.doSetEgress!(sandbox, "allow-all", call());
-    expect((await reach()).stdout).toBe("host answered\n");
+    await opened.doSetEgress!(sandbox, "allow-all", call());
+    expect((await reach(sandbox, host())).stdout).toBe("host answered\n");
   });
 
   it("a sandbox created with block-all has no network from its first command", async () => {
@@ -451,6 +485,29 @@ describe("egress control (bubblewrap)", () => {
     const result = await run(provider, blocked, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '");
     expect(result.stdout).toBe("lo\n");
     await provider.doDestroy(blocked, call());
+  });
+
+  it("the network stack ends by itself once the sandbox's processes are gone, however they ended", async (context) => {
+    if (!userMode) context.skip(); // the host's own network: no stack of its own
+    const target = await provider.doCreate({}, call());
+    await run(provider, target, "true");
+    const holderFile = `${state.home}/egress/${target.id}/holder.json`;
+    const holder = JSON.parse(readFileSync(holderFile, "utf8")) as {
+      init: { pid: number };
+      stack: { pid: number };
+    };
+    expect(existsSync(`/proc/${holder.stack.pid}`)).toBe(true);
+    // Not through the provider: as if the machine's OOM killer or an administrator ended the namespaces.
+    process.kill(holder.init.pid, "SIGKILL");
+    const gone = () => {
+      try {
+        return /\) [ZX] /.test(readFileSync(`/proc/${holder.stack.pid}/stat`, "utf8"));
+      } catch {
+        return true;
+      }
+    };
+    expect(await eventually(gone, 10_000)).toBe(true);
+    await provider.doDestroy(target, call());
   });
 
   it("refuses allow-lists rather than pretending", async () => {
