@@ -25,8 +25,14 @@ const providerWithOptions = (extra: Record<string, unknown> = {}) =>
     ...extra,
   });
 const provider = () => providerWithOptions();
-// The test server's API key is a fake credential: the secrets cases check it never leaks.
-const remote = { faults: server.faultInjection, deadlineMs: DEADLINE_MS, plantedCredential: TEST_API_KEY };
+// The test server's API key is a fake credential: the secrets cases check it never leaks. The server
+// refuses any other key with 401, which the Unauthorized case holds the adapter to.
+const remote = {
+  faults: server.faultInjection,
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: TEST_API_KEY,
+  wrongCredentialOptions: { apiKey: "e2b_sbox_conformance_wrong_key" },
+};
 
 /** Cases the local test server cannot faithfully stand for; each is verified live only. */
 export const TEST_SERVER_EXCLUDES: Readonly<Record<string, string>> = {

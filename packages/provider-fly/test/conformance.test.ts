@@ -15,8 +15,14 @@ const DEADLINE_MS = 5_000;
 const provider = () => testProvider(server, { requestTimeoutMs: DEADLINE_MS });
 const providerWithOptions = (extra: Record<string, unknown>) =>
   testProvider(server, { requestTimeoutMs: DEADLINE_MS, ...extra });
-// The test server's token is a fake credential: the secrets cases check it never leaks.
-const remote = { faults: server.faultInjection, deadlineMs: DEADLINE_MS, plantedCredential: server.token };
+// The test server's token is a fake credential: the secrets cases check it never leaks. The server
+// refuses any other bearer token with 401, which the Unauthorized case holds the adapter to.
+const remote = {
+  faults: server.faultInjection,
+  deadlineMs: DEADLINE_MS,
+  plantedCredential: server.token,
+  wrongCredentialOptions: { apiToken: "fly-sbox-conformance-wrong-token" },
+};
 
 runConformance({
   provider,
