@@ -25,6 +25,26 @@ export interface ControlPlaneState {
 /** E2B's default sandbox lifetime and connect extension, in seconds. */
 const DEFAULT_TIMEOUT_S = 300;
 
+/**
+ * The machine's CPU use over a short window, in percent of all its cores. E2B reports the VM's; a test
+ * sandbox's processes run on this machine, so its use stands for the VM's, as `memUsed` does.
+ */
+async function cpuUsedPct(windowMs = 250): Promise<number> {
+  const times = () =>
+    cpus().reduce(
+      (sum, { times: t }) => ({
+        idle: sum.idle + t.idle,
+        all: sum.all + t.user + t.nice + t.sys + t.irq + t.idle,
+      }),
+      { idle: 0, all: 0 },
+    );
+  const before = times();
+  await new Promise((resolve) => setTimeout(resolve, windowMs));
+  const after = times();
+  const all = after.all - before.all;
+  return all <= 0 ? 0 : Math.round(1000 * (1 - (after.idle - before.idle) / all)) / 10;
+}
+
 function send(
   res: ServerResponse,
   status: number,
@@ -176,13 +196,14 @@ export async function serveControlPlane(
     case "GET /sandboxes/{id}/metrics": {
       if (!sandbox) return missing();
       const disk = statfsSync(sandbox.home);
+      const cpuPercent = await cpuUsedPct();
       const now = new Date();
       return send(res, 200, [
         {
           timestamp: now.toISOString(),
           timestampUnix: Math.floor(now.getTime() / 1000),
           cpuCount: cpus().length,
-          cpuUsedPct: 0,
+          cpuUsedPct: cpuPercent,
           memUsed: totalmem() - freemem(),
           memTotal: totalmem(),
           memCache: 0,
