@@ -246,7 +246,7 @@ export function local(
   };
 
   /** Loads a sandbox fresh from disk; an expired one is stopped first (unless the caller is the stop itself). */
-  const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
+  const loadNow = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
     const paths = sandboxPaths(root, assertLocalId(id));
     let record = await readRecord(paths, id);
     if (enforceExpiry && record.state !== "stopped" && isExpired(record)) {
@@ -257,7 +257,12 @@ export function local(
   };
 
   // Loading an expired sandbox stops it: the timer only has to load it when its time is up.
-  const expiry = new LocalExpiryTimers((id) => load(id));
+  const expiry = new LocalExpiryTimers((id) => loadNow(id));
+  /** {@link loadNow}, once a stop the sandbox's expiry timer started has finished. */
+  const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
+    await expiry.settled(id);
+    return loadNow(id, enforceExpiry);
+  };
 
   /** The host id the sandbox user has, when files the host creates must be handed to it (root hosts). */
   const sandboxOwner = () => {
