@@ -22,7 +22,7 @@ export interface RenderOptions {
   generatedAt: Date;
 }
 
-const MARK = { passed: "✅", failed: "❌", none: "➖" } as const;
+const MARK = { passed: "✅", failed: "❌", partial: "◐", none: "➖" } as const;
 
 function escapeCell(text: string): string {
   return text.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
@@ -36,13 +36,26 @@ function casesFor(report: ConformanceReport, capability: CapabilityName): CaseRe
   );
 }
 
+/**
+ * The result part of a cell. Failed cases win (`❌ n/m`). A case excluded with a reason leaves the
+ * capability partial (`◐ passed/all`), never ✅: what was left out was not proven. Passes of cases that
+ * hold only the core (coreOnly) do not make a capability ✅ by themselves (`➖ core only`): they pass
+ * whatever the adapter does. `undefined` when no case ran.
+ */
+function resultOf(cases: readonly CaseReport[]): string | undefined {
+  const failed = cases.filter((c) => c.status === "failed").length;
+  const passed = cases.filter((c) => c.status === "passed");
+  const excluded = cases.filter((c) => c.status === "excluded").length;
+  if (failed > 0) return `${MARK.failed} ${failed}/${failed + passed.length + excluded}`;
+  if (passed.length === 0) return excluded > 0 ? `${MARK.partial} 0/${excluded}` : undefined;
+  if (excluded > 0) return `${MARK.partial} ${passed.length}/${passed.length + excluded}`;
+  if (passed.every((c) => c.coreOnly)) return `${MARK.none} core only`;
+  return MARK.passed;
+}
+
 /** A cell: the level and the aggregate result of the cases that hold it. */
 export function cellOf(level: string, cases: readonly CaseReport[]): string {
-  const failed = cases.filter((c) => c.status === "failed").length;
-  const passed = cases.filter((c) => c.status === "passed").length;
-  if (failed > 0) return `${level} ${MARK.failed} ${failed}/${failed + passed}`;
-  if (passed > 0) return `${level} ${MARK.passed}`;
-  return `${level} ${MARK.none}`;
+  return `${level} ${resultOf(cases) ?? MARK.none}`;
 }
 
 /** How a level is written in the matrix: unsupported as a dash, so a row can be scanned for what is there. */
@@ -54,18 +67,18 @@ function levelText(level: string): string {
  * One provider's cell for a capability, folding in every run of it (modes and set-ups): the levels seen
  * (`native/emulated` when primitives-only mode emulates what is native as declared), then the result of
  * all the cases that hold it. A supported capability no case proved says so (`➖ untested`): a claim
- * the kit did not confirm must stand out.
+ * the kit did not confirm must stand out. An unsupported capability is proven by its negative case,
+ * which holds the core's gate (and, through the driver recorder, that the adapter was not reached).
  */
 export function providerCellOf(runs: readonly MatrixRun[], capability: CapabilityName): string {
   const levels = [...new Set(runs.map(({ report }) => report.effective[capability]))].sort(
     (a, b) => LEVEL_ORDER.indexOf(a) - LEVEL_ORDER.indexOf(b),
   );
   const cases = runs.flatMap(({ report }) => casesFor(report, capability));
-  const failed = cases.filter((c) => c.status === "failed").length;
-  const passed = cases.filter((c) => c.status === "passed").length;
   const level = levels.map(levelText).join("/");
-  if (failed > 0) return `${level} ${MARK.failed} ${failed}/${failed + passed}`;
-  if (passed > 0) return level === "—" ? "—" : `${level} ${MARK.passed}`;
+  const result = resultOf(cases);
+  if (level === "—" && (result === MARK.passed || result === `${MARK.none} core only`)) return "—";
+  if (result !== undefined) return `${level} ${result}`;
   return levels.some((l) => l !== "unsupported") ? `${level} ${MARK.none} untested` : `${level} ${MARK.none}`;
 }
 
@@ -100,13 +113,15 @@ export function renderMatrix(
   );
   if (runs.length > 0) {
     lines.push(
-      "| provider | mode | passed | failed | skipped | excluded | leaked | time |",
-      "|---|---|---:|---:|---:|---:|---:|---:|",
+      "| provider | mode | passed | core-only | failed | skipped | excluded | leaked | time |",
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     );
     for (const { target, report } of runs) {
       const s = report.summary;
+      // Reports written before coreOnly existed count every pass as the adapter's.
+      const coreOnly = s.coreOnly ?? 0;
       lines.push(
-        `| ${escapeCell(target)} | ${report.mode} | ${s.passed} | ${s.failed} | ${s.skipped} | ${s.excluded} | ${report.leaked.length} | ${seconds(report.durationMs)} |`,
+        `| ${escapeCell(target)} | ${report.mode} | ${s.passed - coreOnly} | ${coreOnly} | ${s.failed} | ${s.skipped} | ${s.excluded} | ${report.leaked.length} | ${seconds(report.durationMs)} |`,
       );
     }
     lines.push("");
@@ -137,8 +152,12 @@ export function renderMatrix(
         "primitives-only mode (or set-ups of one provider declare differently, e.g. local with and without " +
         "bubblewrap). `—` is unsupported, proven by the negative case (NotSupported before any provider call). " +
         `${MARK.passed} every case holding the capability passed, ${MARK.failed} n/m cases failed, ` +
-        `${MARK.none} untested: a capability the provider declares but no case ran for (skipped for a missing fixture, ` +
-        `or excluded with a reason); \`— ${MARK.none}\` an unsupported one whose negative case did not run. ` +
+        `${MARK.partial} n/m partial: n cases passed and the others were excluded with a reason (listed below), ` +
+        `${MARK.none} untested: a capability the provider declares but no case ran for (skipped for a missing fixture), ` +
+        `\`${MARK.none} core only\`: the only cases that passed hold the core, whatever the adapter does; ` +
+        `\`— ${MARK.none}\` an unsupported one whose negative case did not run. ` +
+        "*passed* counts the cases that held the adapter's own code, *core-only* the passes of cases that hold only the " +
+        "core (negative cases whose driver recorder shows the adapter untouched, the manifest, input validation), counted apart. " +
         "*base contract*: the cases every provider must pass (exec, files, lifecycle, errors, no sandbox left behind).",
     );
   } else {

@@ -21,8 +21,9 @@ function report(provider: string, declared: CapabilityMap): ConformanceReport {
     effective: declared,
     flags: { previewModel: "localhost" } as ConformanceReport["flags"],
     cases: [],
+    selection: { exclude: {}, notSelected: [] },
     leaked: [],
-    summary: { passed: 0, failed: 0, skipped: 0, excluded: 0 },
+    summary: { passed: 0, failed: 0, skipped: 0, excluded: 0, coreOnly: 0 },
   };
 }
 

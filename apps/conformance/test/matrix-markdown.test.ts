@@ -25,12 +25,14 @@ function report(
     effective,
     flags: {} as ConformanceReport["flags"],
     cases,
+    selection: { exclude: {}, notSelected: [] },
     leaked: [],
     summary: {
       passed: count("passed"),
       failed: count("failed"),
       skipped: count("skipped"),
       excluded: count("excluded"),
+      coreOnly: cases.filter((c) => c.status === "passed" && c.coreOnly).length,
     },
   };
 }
@@ -40,6 +42,7 @@ const at = new Date("2026-01-02T00:00:00Z");
 describe("renderMatrix", () => {
   const cases: CaseReport[] = [
     { id: "exec.stdout.captured", title: "t", requires: [], status: "passed", ms: 1 },
+    { id: "errors.validation.env-key", title: "t", requires: [], coreOnly: true, status: "passed", ms: 1 },
     {
       id: "pty.interactive",
       title: "t",
@@ -55,6 +58,7 @@ describe("renderMatrix", () => {
       title: "t",
       requires: [],
       unsupportedOf: "metrics",
+      coreOnly: true,
       status: "passed",
       ms: 1,
     },
@@ -92,6 +96,63 @@ describe("renderMatrix", () => {
     expect(row("gpu")).toBe("| gpu | — ➖ |");
   });
 
+  it("marks a capability with an excluded case partial, never ✅, and core-only passes as such", () => {
+    const partial = report(
+      [
+        { id: "ports.expose.http", title: "t", requires: ["exposePort"], status: "passed", ms: 1 },
+        {
+          id: "ports.expose.after-resume",
+          title: "t",
+          requires: ["exposePort"],
+          status: "excluded",
+          reason: "needs a public DNS name",
+          ms: 0,
+        },
+        {
+          id: "network.egress.block-all",
+          title: "t",
+          requires: ["egressControl"],
+          status: "excluded",
+          reason: "test server",
+          ms: 0,
+        },
+        { id: "exec.abort.x", title: "t", requires: ["streaming"], coreOnly: true, status: "passed", ms: 1 },
+        { id: "exec.streaming.y", title: "t", requires: ["streaming"], status: "failed", reason: "r", ms: 1 },
+        {
+          id: "metrics.z",
+          title: "t",
+          requires: ["metrics"],
+          coreOnly: true,
+          status: "passed",
+          ms: 1,
+        },
+      ],
+      map({ exposePort: "native", egressControl: "native", streaming: "native", metrics: "emulated" }),
+    );
+    const lines = renderMatrix([{ target: "fake", report: partial }], [], {
+      details: true,
+      generatedAt: at,
+    }).split("\n");
+    const line = (name: string) => lines.find((l) => l.startsWith(`| ${name} |`));
+    expect(line("exposePort")).toBe("| exposePort | native ◐ 1/2 |");
+    expect(line("egressControl")).toBe("| egressControl | native ◐ 0/1 |");
+    // An excluded case counts in the total of a failed cell too.
+    expect(line("streaming")).toBe("| streaming | native ❌ 1/2 |");
+    expect(line("metrics")).toBe("| metrics | emulated ➖ core only |");
+    expect(lines).toContain("- ➖ `ports.expose.after-resume`: needs a public DNS name");
+  });
+
+  it("reads reports written before coreOnly existed", () => {
+    const old = report(cases, map({}));
+    const { coreOnly: _dropped, ...summary } = old.summary;
+    const text = renderMatrix(
+      [{ target: "old", report: { ...old, summary: summary as typeof old.summary } }],
+      [],
+      { details: false, generatedAt: at },
+    );
+    expect(text).toContain("| old | declared | 5 | 0 | 1 | 1 | 0 | 0 | 42 s |");
+  });
+
   it("folds the modes and set-ups of one provider into its column", () => {
     const declared = report(
       [{ id: "exec.streaming.first-chunk", title: "t", requires: ["streaming"], status: "passed", ms: 1 }],
@@ -120,11 +181,15 @@ describe("renderMatrix", () => {
     // Readable in a terminal: no line of the matrix is wider than its widest cells need.
     expect(
       Math.max(...lines.filter((line) => line.startsWith("| ")).map((line) => line.length)),
-    ).toBeLessThan(80);
+    ).toBeLessThan(90);
   });
 
   it("summarises each run and names why a target did not run", () => {
-    expect(row("fake (x)")).toBe("| fake (x) | declared | 4 | 1 | 1 | 0 | 0 | 42 s |");
+    expect(row("provider")).toBe(
+      "| provider | mode | passed | core-only | failed | skipped | excluded | leaked | time |",
+    );
+    // 5 passed, of which 2 hold only the core: counted apart.
+    expect(row("fake (x)")).toBe("| fake (x) | declared | 3 | 2 | 1 | 1 | 0 | 0 | 42 s |");
     expect(text).toContain("- **e2b**: live provider: set E2B_API_KEY to run it");
   });
 

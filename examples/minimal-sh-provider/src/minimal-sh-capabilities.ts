@@ -1,13 +1,14 @@
 /**
- * What the minimal sh provider declares. Only `list` is its own (it can read its records); everything
- * the core can emulate over the one exec primitive is `emulated`; the rest is honestly `unsupported`.
- * `stdin` is native because the exec primitive takes stdin bytes (and streams).
+ * What the minimal sh provider declares. `list` and `setTimeout` are its own (it reads and writes its
+ * records; `client.reap()` destroys a sandbox whose time ran out, since nothing here runs a timer);
+ * everything the core can emulate over the one exec primitive is `emulated`; the rest is honestly
+ * `unsupported`. `stdin` is native because the exec primitive takes stdin bytes (and streams).
  */
 export const minimalShCapabilities = {
   list: "native",
   stop: "unsupported",
   pause: "unsupported",
-  setTimeout: "unsupported",
+  setTimeout: "native",
   streaming: "emulated",
   background: "emulated",
   killProcess: "emulated",

@@ -1,8 +1,15 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { type DriverExecRequest, type DriverExecResult, SandboxError, shellCommandOf } from "@sbox/core/spec";
 import type { MinimalShRecord } from "./minimal-sh-store.js";
+
+/** Whether `user` names the user this program runs as (by name or uid). */
+function isCurrentUser(user: string): boolean {
+  const me = userInfo();
+  return user === me.username || user === String(me.uid);
+}
 
 /** Every process of a sandbox carries this variable, so destroy can find and end them all. */
 export const SANDBOX_ENV_KEY = "SBOX_MINIMAL_SH_SANDBOX";
@@ -31,6 +38,16 @@ export function minimalShExec(
   return new Promise((resolve, reject) => {
     if (request.signal.aborted) {
       reject(new SandboxError("Aborted", "exec aborted before it started"));
+      return;
+    }
+    if (request.user !== undefined && !isCurrentUser(request.user)) {
+      // Refused, never ignored: a command asked to run as someone else must not run as this user.
+      reject(
+        new SandboxError(
+          "NotSupported",
+          `the minimal sh provider runs commands as the host user; running as ${JSON.stringify(request.user)} is not supported`,
+        ),
+      );
       return;
     }
     const child = spawn("/bin/sh", ["-c", shellCommandOf(request.command)], {

@@ -5,6 +5,7 @@ import {
   type DriverSandboxInfo,
   defineProvider,
   optionRules,
+  SandboxError,
   type SandboxProvider,
   validateProviderOptions,
 } from "@sbox/core/spec";
@@ -22,13 +23,15 @@ export interface MinimalShOptions {
 }
 
 function infoOf(record: MinimalShRecord): DriverSandboxInfo {
-  return {
+  const info: DriverSandboxInfo = {
     id: record.id,
     state: "running",
     metadata: record.metadata,
     createdAt: new Date(record.createdAt),
     raw: record,
   };
+  if (record.expiresAt !== undefined) info.expiresAt = new Date(record.expiresAt);
+  return info;
 }
 
 /**
@@ -78,6 +81,13 @@ export function minimalShProvider(
     },
     async doGetInfo(sandbox) {
       return infoOf(await store.read(sandbox.id));
+    },
+    async doSetTimeout(sandbox, ttlMs) {
+      if (!Number.isFinite(ttlMs) || ttlMs <= 0) {
+        throw new SandboxError("Validation", "ttlMs must be a positive number of milliseconds");
+      }
+      const expiresAt = new Date(Date.now() + ttlMs).toISOString();
+      await store.update(sandbox.id, (record) => ({ ...record, expiresAt }));
     },
     doExec: (sandbox, request) => minimalShExec(sandbox.native, request),
     async *doList() {

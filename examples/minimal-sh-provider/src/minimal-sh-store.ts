@@ -10,6 +10,8 @@ export interface MinimalShRecord {
   env: Record<string, string>;
   metadata: Record<string, string>;
   createdAt: string;
+  /** When `setTimeout` said the sandbox's time runs out (ISO); `client.reap()` destroys it after that. */
+  expiresAt?: string | undefined;
 }
 
 const ID = /^[a-f0-9]{16}$/;
@@ -29,6 +31,13 @@ export class MinimalShStore {
     await mkdir(full.dir, { recursive: true });
     await writeFile(this.recordPath(record.id), JSON.stringify(full));
     return full;
+  }
+
+  /** Replaces the record of an existing sandbox; `NotFound` when there is none. */
+  async update(id: string, change: (record: MinimalShRecord) => MinimalShRecord): Promise<MinimalShRecord> {
+    const next = change(await this.read(id));
+    await writeFile(this.recordPath(id), JSON.stringify(next));
+    return next;
   }
 
   /** Reads a record; `NotFound` when there is none. */

@@ -111,6 +111,12 @@ export interface ConformanceCase {
   readonly honours?: readonly SpecField[] | undefined;
   /** Time limit in milliseconds (default: the run's `timeoutMs`). */
   readonly timeoutMs?: number | undefined;
+  /**
+   * Set on a case that holds only the core (its validation, its gates on the declaration): it passes
+   * whatever the adapter's code does, so reports label it and the matrix counts it apart from the cases
+   * that hold the adapter's own behaviour.
+   */
+  readonly coreOnly?: boolean | undefined;
   /** Runs the case; throws (with a message naming the expectation) when the provider breaks the contract. */
   run(ctx: ConformanceContext): Promise<void>;
 }

@@ -14,6 +14,8 @@ export interface CaseReport {
   requires: CapabilityName[];
   /** For negative cases: the unsupported capability it checks. */
   unsupportedOf?: CapabilityName | undefined;
+  /** True for a case that holds only the core, whatever the adapter does (counted apart). */
+  coreOnly?: boolean | undefined;
   status: CaseStatus;
   /** Why it failed, was skipped or was excluded; failures start with the case id. */
   reason?: string | undefined;
@@ -37,7 +39,20 @@ export interface ConformanceReport {
   effective: CapabilityMap;
   flags: CapabilityFlags;
   cases: CaseReport[];
+  /**
+   * How the cases were chosen: the run's `only` (absent when every case was selected), its `exclude`
+   * entries, and the ids `only` left out, so a report never hides a case without saying so.
+   */
+  selection: {
+    only?: string[] | undefined;
+    exclude: Record<string, string>;
+    notSelected: string[];
+  };
   /** Sandboxes still alive after the run (ids); any entry fails the run. */
   leaked: string[];
-  summary: { passed: number; failed: number; skipped: number; excluded: number };
+  /**
+   * Totals over `cases`. `coreOnly` counts the passed cases that hold only the core (they are among
+   * `passed` too): `passed - coreOnly` is what the adapter's own code proved.
+   */
+  summary: { passed: number; failed: number; skipped: number; excluded: number; coreOnly: number };
 }

@@ -38,8 +38,13 @@ export interface ConformanceRun {
   readonly declared: CapabilityMap;
   /** What the client reports: the map cases are selected by. */
   readonly capabilities: Capabilities;
-  /** Every case in order, the leak check last. */
+  /** Every selected case in order, the leak check last. */
   readonly plan: readonly PlannedCase[];
+  /** The run's `only` (undefined when every case is selected) and `exclude`, as given. */
+  readonly only: readonly string[] | undefined;
+  readonly exclude: Readonly<Record<string, string>>;
+  /** Ids of the kit's cases that `only` left out of the plan. */
+  readonly notSelected: readonly string[];
   /** Runs one planned case (skipped and excluded ones resolve at once) and cleans up after it. */
   runCase(id: string): Promise<CaseReport>;
   /**
@@ -174,6 +179,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
   };
   const plan: PlannedCase[] = allCases.filter((c) => matchesOnly(c.id, options.only)).map(decide);
   plan.push({ case: LEAK_CASE, status: "run" });
+  const notSelected = allCases.filter((c) => !matchesOnly(c.id, options.only)).map((c) => c.id);
 
   const created = new Map<string, Sandbox>();
   let shared: Promise<Sandbox> | undefined;
@@ -224,6 +230,7 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
       title: c.title,
       requires: [...c.requires],
       ...(c.unsupportedOf ? { unsupportedOf: c.unsupportedOf } : {}),
+      ...(c.coreOnly ? { coreOnly: true } : {}),
       status: "skipped",
       ms: 0,
     };
@@ -417,5 +424,19 @@ export function createConformanceRun(options: ConformanceOptions): ConformanceRu
     return finished;
   };
 
-  return { runId, providerName, mode, declared, capabilities, plan, runCase, finish };
+  const only = options.only && options.only.length > 0 ? [...options.only] : undefined;
+  const exclude = { ...(options.exclude ?? {}) };
+  return {
+    runId,
+    providerName,
+    mode,
+    declared,
+    capabilities,
+    plan,
+    only,
+    exclude,
+    notSelected,
+    runCase,
+    finish,
+  };
 }

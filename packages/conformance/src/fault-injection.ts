@@ -41,6 +41,13 @@ export interface RemoteUnderTest {
    * cases check that it appears in no error and in no request to another origin.
    */
   readonly plantedCredential?: string | undefined;
+  /**
+   * Factory options (given to the test file's `providerWithOptions`) that replace the provider's
+   * credential with one the remote refuses, e.g. `{ apiKey: "sbox-wrong-key" }`: enables
+   * `errors.unauthorized.wrong-credential`. Every string among them counts as a credential that must
+   * appear in no error.
+   */
+  readonly wrongCredentialOptions?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** One request that reached the kit's other-origin server. */

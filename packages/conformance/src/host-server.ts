@@ -13,6 +13,8 @@ export interface HostServer {
   newPath(): string;
   /** True when `path` was requested. */
   wasHit(path: string): boolean;
+  /** How many times `path` was requested so far (a heartbeat from inside a sandbox counts up). */
+  hitCount(path: string): number;
   /** Stops the server. */
   close(): Promise<void>;
 }
@@ -22,10 +24,10 @@ export interface HostServer {
  * docker0). Every answer is `200` with body `sbox-conformance-ok <path>`.
  */
 export async function startHostServer(): Promise<HostServer> {
-  const hits = new Set<string>();
+  const hits = new Map<string, number>();
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0] ?? "/";
-    hits.add(path);
+    hits.set(path, (hits.get(path) ?? 0) + 1);
     response.writeHead(200, { "content-type": "text/plain", connection: "close" });
     response.end(`sbox-conformance-ok ${path}\n`);
   });
@@ -38,6 +40,7 @@ export async function startHostServer(): Promise<HostServer> {
     port,
     newPath: () => `/sbox-conformance/${randomUUID()}`,
     wasHit: (path) => hits.has(path),
+    hitCount: (path) => hits.get(path) ?? 0,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -69,12 +69,18 @@ export function assembleReport(
     effective: run.capabilities.map,
     flags: run.capabilities.flags,
     cases: [...cases],
+    selection: {
+      ...(run.only ? { only: [...run.only] } : {}),
+      exclude: { ...run.exclude },
+      notSelected: [...run.notSelected],
+    },
     leaked: [...leaked],
     summary: {
       passed: count("passed"),
       failed: count("failed"),
       skipped: count("skipped"),
       excluded: count("excluded"),
+      coreOnly: cases.filter((c) => c.status === "passed" && c.coreOnly).length,
     },
   };
 }

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { minimalShProvider } from "../../../examples/minimal-sh-provider/src/index.js";
 import { expectNoDriverCall } from "../src/cases/case-helpers.js";
-import { type CaseReport, type ConformanceReport, runConformanceReport } from "../src/index.js";
+import {
+  type CaseReport,
+  type ConformanceReport,
+  defineConformanceCases,
+  runConformanceReport,
+} from "../src/index.js";
 import {
   claimsPtyNative,
   dropsStderr,
@@ -149,13 +154,38 @@ describe("the same cases pass on the healthy provider they were broken from", ()
       "manifest.declaration",
       "manifest.effective-capabilities",
       "lifecycle.destroy.idempotent",
+      "lifecycle.destroy.ends-processes",
       "exec.stderr.separate",
       "exec.exit-code.all-values",
       "exec.exit-code.non-zero-is-data",
       "exec.exit-code.command-not-found",
+      "exec.exit-code.spoofed-marker",
+      "exec.stdout.binary",
       "unsupported.pty",
       "run.no-sandbox-left",
     ]);
+    // Cases that hold only the core are labelled, and counted apart.
+    const coreOnly = report.cases.filter((c) => c.coreOnly).map((c) => c.id);
+    expect(coreOnly).toEqual(["manifest.effective-capabilities", "unsupported.pty", "unsupported.metrics"]);
+    expect(report.summary.coreOnly).toBe(2);
+    expect(report.summary.passed).toBe(12);
+    // The report says how the cases were chosen: what `only` left out is named, not hidden.
+    expect(report.selection.only).toEqual([
+      "manifest",
+      "exec.stderr.separate",
+      "exec.exit-code",
+      "lifecycle.destroy",
+      "pty",
+      "unsupported.pty",
+      "unsupported.metrics",
+      "exec.stdout",
+    ]);
+    expect(report.selection.exclude).toEqual({ "exec.stdout.captured": "shown as excluded by this test" });
+    expect(report.selection.notSelected).toContain("files.write.binary-roundtrip");
+    expect(report.selection.notSelected).not.toContain("exec.stderr.separate");
+    expect(report.selection.notSelected.length + report.cases.length - 1).toBe(
+      defineConformanceCases().length,
+    );
     expect(caseOf(report, "pty.interactive")).toMatchObject({
       status: "skipped",
       reason: "requires pty, which minimal-sh declares unsupported",

@@ -28,7 +28,7 @@ export type * from "./client/client-types.js";
 export type { ClientFor, MergedCapabilities } from "./client/create-sandbox-client.js";
 export { createSandboxClient } from "./client/create-sandbox-client.js";
 export type * from "./client/spec-for.js";
-export { EXPIRES_AT_METADATA_KEY } from "./client/validate-spec.js";
+export { EXPIRES_AT_METADATA_KEY, IDEMPOTENCY_KEY_METADATA_KEY } from "./client/validate-spec.js";
 export type * from "./sandbox/method-gates.js";
 export type * from "./sandbox/sandbox-types.js";
 export * from "./spec/index.js";

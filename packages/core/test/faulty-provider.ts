@@ -19,6 +19,19 @@ export function recordingProvider<P extends SandboxProvider>(
       const value = Reflect.get(target, property, receiver);
       if (typeof property !== "string" || !property.startsWith("do") || typeof value !== "function")
         return value;
+      if (property === "doList") {
+        // An async iterable, not a promise: recorded and faulted when the listing starts.
+        return (...args: unknown[]) => {
+          calls.push({ method: property });
+          const attempt = (attempts.get(property) ?? 0) + 1;
+          attempts.set(property, attempt);
+          const fault = faults[property]?.(attempt);
+          return (async function* () {
+            if (fault !== undefined) throw fault;
+            yield* (value as (...a: unknown[]) => AsyncIterable<unknown>).apply(target, args);
+          })();
+        };
+      }
       return async (...args: unknown[]) => {
         calls.push({ method: property });
         const attempt = (attempts.get(property) ?? 0) + 1;

@@ -23,6 +23,8 @@ const remote = {
   faults: kitFaultHook(emulator.faults),
   deadlineMs: DEADLINE_MS,
   plantedCredential: TEST_API_KEY,
+  // The emulator refuses any other credential with 401, which the Unauthorized case holds the adapter to.
+  wrongCredentialOptions: { apiKey: "dtn_sbox_conformance_wrong_key" },
 };
 const label = `daytona (emulator on ${emulator.backend})`;
 

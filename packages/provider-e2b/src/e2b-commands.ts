@@ -295,7 +295,10 @@ function driverProcess(ctx: CommandContext, sandbox: E2BDriverSandbox, handle: C
   };
 }
 
-/** Starts a background process; its stdin stays open for `writeStdin` after any initial bytes. */
+/**
+ * Starts a background process. Stdin given at spawn is delivered and then closed, as the core's E4 and
+ * every other adapter do (a `cat` ends); without it, stdin stays open for `writeStdin`.
+ */
 export async function spawn(
   ctx: CommandContext,
   sandbox: E2BDriverSandbox,
@@ -303,7 +306,7 @@ export async function spawn(
 ): Promise<DriverProcess> {
   const handle = await start(ctx, sandbox, request, request, true, "spawn");
   const proc = driverProcess(ctx, sandbox, handle);
-  if (request.stdin !== undefined) await feedStdin(ctx, sandbox, handle.pid, request.stdin, false);
+  if (request.stdin !== undefined) await feedStdin(ctx, sandbox, handle.pid, request.stdin, true);
   return proc;
 }
 

@@ -35,11 +35,13 @@ const providerWithOptions = (extra: Record<string, unknown> = {}) =>
     ...(extra as E2BProviderOptions),
   });
 const provider = () => providerWithOptions();
-// The emulator's API key is a fake credential: the secrets cases check it never leaks.
+// The emulator's API key is a fake credential: the secrets cases check it never leaks. The emulator
+// refuses any other key with 401, which the Unauthorized case holds the adapter to.
 const remote = {
   faults: kitFaultHook(emulator.faults),
   deadlineMs: DEADLINE_MS,
   plantedCredential: TEST_API_KEY,
+  wrongCredentialOptions: { apiKey: "e2b_sbox_conformance_wrong_key" },
 };
 const label = `e2b (emulator on ${emulator.backend})`;
 

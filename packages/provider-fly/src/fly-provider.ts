@@ -18,6 +18,8 @@ const FLY_HONOURS: readonly SpecField[] = [
   "resources.memoryMB",
   "ports",
   "region",
+  // A create with a key looks the key up in machine metadata first (fly-lifecycle.ts).
+  "idempotencyKey",
 ];
 
 /**

@@ -14,11 +14,13 @@ const DEADLINE_MS = 5_000;
 const provider = () => testProvider(server, { requestTimeoutMs: DEADLINE_MS });
 const providerWithOptions = (extra: Record<string, unknown>) =>
   testProvider(server, { requestTimeoutMs: DEADLINE_MS, ...extra });
-// The emulator's token is a fake credential: the secrets cases check it never leaks.
+// The emulator's token is a fake credential: the secrets cases check it never leaks. The emulator
+// refuses any other token with 401, which the Unauthorized case holds the adapter to.
 const remote = {
   faults: kitFaultHook(server.emulator.faults),
   deadlineMs: DEADLINE_MS,
   plantedCredential: server.token,
+  wrongCredentialOptions: { apiToken: "fly-sbox-conformance-wrong-token" },
 };
 
 runConformance({

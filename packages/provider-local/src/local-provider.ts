@@ -30,6 +30,7 @@ import { type CommandSettings, type CommandTarget, viewOf } from "./local-comman
 import { type DiskSupport, diskSupport, ensureDiskMounted } from "./local-disk.js";
 import { LOCAL_PROVIDER_NAME, localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { type CommandContext, runForeground } from "./local-exec.js";
+import { LocalExpiryTimers } from "./local-expiry-timers.js";
 import {
   listSandboxDirectory,
   makeSandboxDirectory,
@@ -305,7 +306,7 @@ export function local(
   };
 
   /** Loads a sandbox fresh from disk; an expired one is stopped first (unless the caller is the stop itself). */
-  const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
+  const loadNow = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
     const paths = sandboxPaths(root, assertLocalId(id));
     let record = await readRecord(paths, id);
     if (record.disk === "image") await ensureDiskMounted(paths);
@@ -314,6 +315,14 @@ export function local(
       holders.forget(paths.dir);
     }
     return { id, paths, record };
+  };
+
+  // Loading an expired sandbox stops it: the timer only has to load it when its time is up.
+  const expiry = new LocalExpiryTimers((id) => loadNow(id));
+  /** {@link loadNow}, once a stop the sandbox's expiry timer started has finished. */
+  const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
+    await expiry.settled(id);
+    return loadNow(id, enforceExpiry);
   };
 
   /** The host id the sandbox user has, when files the host creates must be handed to it (root hosts). */
@@ -475,6 +484,7 @@ export function local(
       await createSandboxDirectories(paths, created, sandboxOwner(), disk.support);
       // The limits exist from the start (they are read back by getInfo), not from the first command.
       await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+      if (created.expiresAt !== undefined) expiry.arm(id, Date.parse(created.expiresAt));
       return handleOf(id, root, unisolated());
     },
 
@@ -494,6 +504,7 @@ export function local(
         if ((error as { code?: string }).code === "NotFound") return;
         throw error;
       }
+      expiry.disarm(sandbox.id);
       holders.forget(paths.dir);
       await destroySandbox(target);
     },
@@ -615,10 +626,12 @@ export function local(
         throw localError("Validation", "ttlMs must be a positive number of milliseconds");
       }
       const target = await load(sandbox.id, false);
+      const expiresAt = Date.now() + ttlMs;
       await updateRecord(target.paths, target.id, (record) => ({
         ...record,
-        expiresAt: new Date(Date.now() + ttlMs).toISOString(),
+        expiresAt: new Date(expiresAt).toISOString(),
       }));
+      expiry.arm(target.id, expiresAt);
     },
     async doMetrics(sandbox, { signal }) {
       return sandboxMetrics(await load(sandbox.id), signal);
@@ -738,6 +751,7 @@ export function local(
     },
 
     doDispose: async () => {
+      expiry.clear();
       registry.detachAll();
       holders.clear();
     },

@@ -253,9 +253,37 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     await provider.doDestroy(sandbox, call());
   });
 
-  it("an expired sandbox is stopped on its next call; setTimeout extends it", async () => {
+  it("a sandbox whose time runs out while its provider lives is stopped on time, with no call touching it", async () => {
+    const mark = marker();
+    const sandbox = await provider.doCreate({}, call());
+    await provider.doSpawn!(sandbox, {
+      command: { shell: `sleep ${mark}` },
+      signal: new AbortController().signal,
+      onStdout: () => {},
+      onStderr: () => {},
+    });
+    expect(await eventually(async () => (await processesWithMarker(mark)).length > 0)).toBe(true);
+    await provider.doSetTimeout!(sandbox, 300, call());
+    // Nothing touches the sandbox: its processes end when its time is up, and the record says stopped.
+    expect(await eventually(async () => (await processesWithMarker(mark)).length === 0, 5_000)).toBe(true);
+    const listed: string[] = [];
+    for await (const entry of provider.doList!({ state: "stopped" }, call())) listed.push(entry.id);
+    expect(listed).toContain(sandbox.id);
+    // A later setTimeout moves the expiry: the timer of the earlier one does not stop the sandbox again.
+    await provider.doSetTimeout!(sandbox, 60_000, call());
+    await provider.doResume!(sandbox, call());
+    await provider.doSetTimeout!(sandbox, 200, call());
+    await provider.doSetTimeout!(sandbox, 60_000, call());
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await provider.doGetInfo(sandbox, call())).state).toBe("running");
+    await provider.doDestroy(sandbox, call());
+  });
+
+  it("an expired sandbox is stopped on its next call (another program set its time); setTimeout extends it", async () => {
     const mark = marker();
     const sandbox = await provider.doCreate({ ttlMs: 60_000 }, call());
+    // Set by a provider instance that is gone: no timer of this program stops it, its next call does.
+    const other = providerFor(mode, root());
     await provider.doSpawn!(sandbox, {
       command: { shell: `sleep ${mark}` },
       signal: new AbortController().signal,
@@ -264,7 +292,8 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     });
     const info = await provider.doGetInfo(sandbox, call());
     expect(info.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 50_000);
-    await provider.doSetTimeout!(sandbox, 1, call());
+    await other.doSetTimeout!(sandbox, 1, call());
+    await other.doDispose!();
     await new Promise((resolve) => setTimeout(resolve, 20));
     // Listing reports it as it is (client.reap() needs to see it); the next call on it stops it.
     const listed: string[] = [];

@@ -40,6 +40,8 @@ const remote = {
   faults: kitFaultHook(emulator.faults),
   deadlineMs: DEADLINE_MS,
   plantedCredential: TEST_TOKEN,
+  // The emulator refuses any other credential with 401, which the Unauthorized case holds the adapter to.
+  wrongCredentialOptions: { token: "vcp_sbox_conformance_wrong_token_0000000000" },
 };
 const label = `vercel (emulator on ${emulator.backend})`;
 

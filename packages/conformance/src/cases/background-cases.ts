@@ -1,6 +1,7 @@
-import { check, expectEqual, show, sleep } from "../assertions.js";
+import { randomInt } from "node:crypto";
+import { check, expectEqual, expectRejects, hexOf, show, sleep } from "../assertions.js";
 import type { ConformanceCase } from "../conformance-case.js";
-import { HEARTBEAT_TREE_SCRIPT, shArgs } from "../sandbox-scripts.js";
+import { HEARTBEAT_TREE_SCRIPT, runOk, shArgs } from "../sandbox-scripts.js";
 import { collectText, heartbeatFiles, utf8, waitForNonEmpty } from "./case-helpers.js";
 
 /** Background processes: spawn, list, connect from another client, kill, stdin. */
@@ -126,6 +127,76 @@ export function backgroundCases(): ConformanceCase[] {
         const exit = await proc.wait();
         expectEqual(exit.exitCode, 0, "exit code of cat after closeStdin()");
         expectEqual(await out, "first line\nünïcödé 🎉\n", "stdout of cat");
+      },
+    },
+    {
+      id: "background.spawn.options",
+      title:
+        "spawn() honours cwd and env (hostile values byte-exact) and delivers stdin given at spawn, then closes it",
+      requires: ["background"],
+      async run(ctx) {
+        const sandbox = await ctx.sharedSandbox();
+        const dir = `${await ctx.scratchDir(sandbox)}/spawn dir 'q' $(x)`;
+        await runOk(sandbox, ["mkdir", "-p", dir], "creating the spawn's directory");
+        const value = 'it\'s "q" $(echo no) `no` \\ \n ünï 🎉';
+        const withStdin = ctx.capabilities.map.stdin !== "unsupported";
+        const proc = await sandbox.commands.spawn(
+          [
+            "sh",
+            "-c",
+            `pwd; printf "%s" "$SBOX_CONF_SPAWN" | od -An -v -tx1 | tr -d " \\n"; echo; ${withStdin ? "cat" : "true"}`,
+          ],
+          {
+            cwd: dir,
+            env: { SBOX_CONF_SPAWN: value },
+            ...(withStdin ? { stdin: "given at spawn\nünï\n" } : {}),
+          },
+        );
+        const [out, exit] = await Promise.all([collectText(proc.stdout), proc.wait()]);
+        expectEqual(exit.exitCode, 0, "exit code of the spawned process (cat ends once stdin is closed)");
+        expectEqual(
+          out,
+          `${dir}\n${hexOf(utf8(value))}\n${withStdin ? "given at spawn\nünï\n" : ""}`,
+          "stdout of a process spawned with cwd, env and stdin (pwd, hex of the env value, stdin)",
+        );
+      },
+    },
+    {
+      id: "background.unknown-pid",
+      title:
+        "connect() and kill() of a pid the sandbox never had reject with NotFound, and list() does not show it",
+      requires: ["background"],
+      async run(ctx) {
+        const sandbox = await ctx.sharedSandbox();
+        // Above any pid a Linux default pid_max (4194304) hands out, so no process can have it.
+        const pid = 4_200_000 + randomInt(100_000);
+        await expectRejects(sandbox.commands.connect(pid), "NotFound", `commands.connect(${pid})`);
+        if (ctx.capabilities.map.killProcess !== "unsupported") {
+          await expectRejects(sandbox.commands.kill(pid), "NotFound", `commands.kill(${pid})`);
+        }
+        const listed = await sandbox.commands.list();
+        check(!listed.some((p) => p.pid === pid), `expected commands.list() not to show pid ${pid}`);
+      },
+    },
+    {
+      id: "background.survives-client-dispose",
+      title:
+        "a background process keeps running after the client that spawned it is disposed: another client re-attaches and gets its output and exit code",
+      requires: ["background"],
+      timeoutMs: 90_000,
+      async run(ctx) {
+        const sandbox = await ctx.sharedSandbox();
+        const spawner = ctx.secondClient();
+        const through = await spawner.connect(sandbox.id);
+        const proc = await through.commands.spawn("sleep 2; echo survived; exit 5");
+        await spawner.dispose();
+        const attached = await sandbox.commands.connect(proc.pid);
+        const [out, exit] = await Promise.all([collectText(attached.stdout), attached.wait()]);
+        expectEqual(exit.exitCode, 5, "exit code of a process whose spawning client was disposed");
+        check(
+          out.includes("survived\n"),
+          `expected the re-attached output to include "survived\\n", got ${show(out)}`,
+        );
       },
     },
   ];

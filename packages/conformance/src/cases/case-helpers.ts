@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Sandbox } from "@sbox/core";
+import { SandboxError } from "@sbox/core/spec";
 import { ConformanceFailure, show } from "../assertions.js";
 import type { ConformanceContext } from "../conformance-case.js";
+import { RUN_LABEL } from "../conformance-labels.js";
 import { runOk } from "../sandbox-scripts.js";
 
 /** Size of a file measured inside the sandbox, 0 when it does not exist (yet). */
@@ -12,6 +14,41 @@ async function sizeOrZero(sandbox: Sandbox, path: string): Promise<number> {
     `measuring ${show(path)}`,
   );
   return Number.parseInt(result.stdout.trim(), 10);
+}
+
+/** Live state, or `"destroyed"` when the provider no longer knows the sandbox. */
+export async function stateOrGone(sandbox: Sandbox): Promise<string> {
+  try {
+    return (await sandbox.getInfo()).state;
+  } catch (error) {
+    if (SandboxError.isInstance(error) && error.code === "NotFound") return "destroyed";
+    throw error;
+  }
+}
+
+/**
+ * Where the provider keeps no expiry of its own (`flags.nativeExpiry` false), `client.reap()` must end an
+ * expired sandbox and return it, unless the provider already ended it (on a call that touched it, or by a
+ * timer of its own), which listing shows without touching the sandbox.
+ */
+export async function expectReapedUnlessEnded(
+  ctx: ConformanceContext,
+  sandbox: Sandbox,
+  when: string,
+): Promise<void> {
+  if (ctx.capabilities.flags.nativeExpiry) return;
+  let listed: string | undefined;
+  if (ctx.capabilities.map.list !== "unsupported") {
+    const labelled = ctx.provider.honours.includes("metadata");
+    for await (const info of ctx.client.list(labelled ? { metadata: { [RUN_LABEL]: ctx.runId } } : {})) {
+      if (info.id === sandbox.id) listed = info.state;
+    }
+  }
+  const reaped = await ctx.client.reap();
+  if (reaped.some((i) => i.id === sandbox.id) || (listed !== undefined && listed !== "running")) return;
+  throw new ConformanceFailure(
+    `expected client.reap() ${when} to return ${sandbox.id} (listed ${listed ?? "nowhere"} just before), got ${show(reaped.map((i) => i.id))}`,
+  );
 }
 
 /** Concatenates an async iterable of text chunks. */

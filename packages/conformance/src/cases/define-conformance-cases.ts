@@ -4,13 +4,17 @@ import { backgroundCases } from "./background-cases.js";
 import { concurrencyCases } from "./concurrency-cases.js";
 import { errorCases } from "./error-cases.js";
 import { execCases } from "./exec-cases.js";
+import { execEdgeCases } from "./exec-edge-cases.js";
 import { extraCases } from "./extra-cases.js";
 import { filesCases } from "./files-cases.js";
 import { lifecycleCases } from "./lifecycle-cases.js";
+import { lifecycleEffectCases } from "./lifecycle-effect-cases.js";
 import { manifestCases } from "./manifest-cases.js";
+import { metricsCases } from "./metrics-cases.js";
 import { networkCases } from "./network-cases.js";
 import { optionsCases } from "./options-cases.js";
 import { portsCases } from "./ports-cases.js";
+import { primitiveCases } from "./primitive-cases.js";
 import { remoteFaultCases } from "./remote-fault-cases.js";
 import { stateCases } from "./state-cases.js";
 import { unsupportedCases } from "./unsupported-cases.js";
@@ -27,13 +31,17 @@ export function defineConformanceCases(ownCases: readonly ConformanceCase[] = []
   const cases = [
     ...manifestCases(),
     ...lifecycleCases(),
+    ...lifecycleEffectCases(),
+    ...primitiveCases(),
     ...execCases(),
+    ...execEdgeCases(),
     ...backgroundCases(),
     ...filesCases(),
     ...watchCases(),
     ...portsCases(),
     ...stateCases(),
     ...networkCases(),
+    ...metricsCases(),
     ...extraCases(),
     ...concurrencyCases(),
     ...errorCases(),

@@ -36,6 +36,7 @@ export function errorCases(): ConformanceCase[] {
       id: "errors.connect.invalid-id",
       title: "connect() with an empty id or another provider's prefix is refused with Validation or NotFound",
       requires: [],
+      coreOnly: true,
       async run(ctx) {
         await expectRejects(ctx.client.connect(""), ["Validation", "NotFound"], 'connect("")');
         await expectRejects(
@@ -49,6 +50,7 @@ export function errorCases(): ConformanceCase[] {
       id: "errors.exec.invalid-env-key",
       title: "an env key that is not [A-Za-z_][A-Za-z0-9_]* is a Validation error before any provider call",
       requires: [],
+      coreOnly: true,
       async run(ctx) {
         const sandbox = await ctx.quietSandbox();
         for (const key of ["BAD-KEY", "1LEADING_DIGIT", "WITH SPACE", "A=B", "", "$(x)"]) {
@@ -67,6 +69,7 @@ export function errorCases(): ConformanceCase[] {
       title:
         "an empty argv, a NUL byte in an argument or env value, and a negative timeout are Validation errors before any provider call",
       requires: [],
+      coreOnly: true,
       async run(ctx) {
         const sandbox = await ctx.quietSandbox();
         const attempts: [string, () => PromiseLike<unknown>][] = [
@@ -98,6 +101,7 @@ export function errorCases(): ConformanceCase[] {
       title:
         "an unknown spec field, or one the provider does not honour, is a Validation error before any provider call",
       requires: [],
+      coreOnly: true,
       async run(ctx) {
         await expectNoDriverCall(ctx, undefined, "create() with an unknown field", () =>
           expectRejects(

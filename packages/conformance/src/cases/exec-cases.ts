@@ -453,6 +453,7 @@ export function execCases(): ConformanceCase[] {
       id: "exec.abort.before-start",
       title: "an already aborted signal rejects with Aborted and the command never runs",
       requires: [],
+      coreOnly: true,
       async run(ctx) {
         const sandbox = await ctx.sharedSandbox();
         const marker = `${await ctx.scratchDir(sandbox)}/ran`;

@@ -2,39 +2,9 @@ import { ConformanceFailure, check, eventually, expectEqual, show } from "../ass
 import type { ConformanceCase } from "../conformance-case.js";
 import { runOk } from "../sandbox-scripts.js";
 
-function isCount(value: unknown): boolean {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0;
-}
-
-/** Metrics, pty, code interpreter, ssh, and the placement/volume/secret capabilities that need fixtures. */
+/** Pty, code interpreter, ssh, and the placement/volume/secret capabilities that need fixtures. */
 export function extraCases(): ConformanceCase[] {
   return [
-    {
-      id: "metrics.shape",
-      title: "metrics() returns a current timestamp and at least one finite, non-negative measurement",
-      requires: ["metrics"],
-      async run(ctx) {
-        const sandbox = await ctx.sharedSandbox();
-        const before = Date.now();
-        const m = await sandbox.metrics();
-        check(
-          m.at instanceof Date && Math.abs(m.at.getTime() - before) < 5 * 60_000,
-          `expected metrics().at to be a current Date, got ${show(m.at)}`,
-        );
-        const fields = ["cpuPercent", "memoryBytes", "memoryLimitBytes", "diskBytes"] as const;
-        const present = fields.filter((f) => m[f] !== undefined);
-        check(present.length > 0, `expected at least one of ${fields.join(", ")}, got ${show(m)}`);
-        for (const f of present)
-          check(isCount(m[f]), `expected metrics().${f} to be a finite number >= 0, got ${show(m[f])}`);
-        if (m.memoryBytes !== undefined)
-          if (m.memoryBytes !== undefined && m.memoryLimitBytes !== undefined) {
-            check(
-              m.memoryLimitBytes >= m.memoryBytes,
-              `expected memoryLimitBytes (${m.memoryLimitBytes}) >= memoryBytes (${m.memoryBytes})`,
-            );
-          }
-      },
-    },
     {
       id: "pty.interactive",
       title:

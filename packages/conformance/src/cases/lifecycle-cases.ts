@@ -1,5 +1,4 @@
 import type { Sandbox, SandboxInfo } from "@sbox/core";
-import { SandboxError } from "@sbox/core/spec";
 import {
   check,
   expectEqual,
@@ -13,17 +12,13 @@ import {
 import type { ConformanceCase, ConformanceContext } from "../conformance-case.js";
 import { RUN_LABEL } from "../conformance-labels.js";
 import { runOk, shArgs } from "../sandbox-scripts.js";
-import { expectNoDriverCall, nativeIdOf, utf8 } from "./case-helpers.js";
-
-/** Live state, or `"destroyed"` when the provider no longer knows the sandbox. */
-async function stateOrGone(sandbox: Sandbox): Promise<string> {
-  try {
-    return (await sandbox.getInfo()).state;
-  } catch (error) {
-    if (SandboxError.isInstance(error) && error.code === "NotFound") return "destroyed";
-    throw error;
-  }
-}
+import {
+  expectNoDriverCall,
+  expectReapedUnlessEnded,
+  nativeIdOf,
+  stateOrGone,
+  utf8,
+} from "./case-helpers.js";
 
 async function listAll(
   ctx: ConformanceContext,
@@ -318,13 +313,7 @@ export function lifecycleCases(): ConformanceCase[] {
         }
         const sandbox = await ctx.createSandbox({ ttlMs: 2_000 });
         await sleep(3_000);
-        if (!ctx.capabilities.flags.nativeExpiry) {
-          const reaped = await ctx.client.reap();
-          check(
-            reaped.some((i) => i.id === sandbox.id),
-            `expected client.reap() to return ${sandbox.id}, got ${show(reaped.map((i) => i.id))}`,
-          );
-        }
+        await expectReapedUnlessEnded(ctx, sandbox, "1 s after its ttl ran out");
         const deadline = Date.now() + 60_000;
         let state = await stateOrGone(sandbox);
         while (state === "running" && Date.now() < deadline) {

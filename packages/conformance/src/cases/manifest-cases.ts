@@ -35,6 +35,7 @@ export function manifestCases(): ConformanceCase[] {
       title:
         "the client reports all 25 capabilities with valid levels, never upgrades a declared level, reports no hidden method as native in primitives-only mode, and a sandbox's capabilities, can() and gated namespaces agree with it",
       requires: [],
+      coreOnly: true,
       async run(ctx) {
         const effective = ctx.capabilities.map as Record<string, string>;
         const declared = ctx.provider.capabilities as Record<string, string>;

@@ -1,5 +1,5 @@
 import { inspect } from "node:util";
-import type { Sandbox, SandboxClient } from "@sbox/core";
+import { createSandboxClient, type Sandbox, type SandboxClient } from "@sbox/core";
 import { SandboxError } from "@sbox/core/spec";
 import { check, show } from "../assertions.js";
 import type { ConformanceCase, ConformanceContext } from "../conformance-case.js";
@@ -225,5 +225,58 @@ export function remoteFaultCases(): ConformanceCase[] {
     },
   };
 
-  return [echo, redirect(307), redirect(302), deadline];
+  const unauthorized: ConformanceCase = {
+    id: "errors.unauthorized.wrong-credential",
+    title:
+      "with a credential the remote refuses, create, connect, list and getInfo of an existing sandbox reject with Unauthorized, not retryable, quickly (no retry loop), and the refused credential appears in no error",
+    requires: [],
+    timeoutMs: 120_000,
+    async run(ctx) {
+      const options = ctx.remote?.wrongCredentialOptions;
+      if (!options) {
+        return ctx.skip(
+          "needs `remote.wrongCredentialOptions`: the factory options that give the provider a credential its remote refuses (a provider without credentials has nothing to refuse)",
+        );
+      }
+      const existing = await ctx.createSandbox();
+      const provider = ctx.providerWithOptions({ ...options });
+      const client = createSandboxClient({ provider, retry: { retries: 3, baseDelayMs: 2_000 } });
+      ctx.defer(() => client.dispose());
+      const refused = Object.values(options).filter(
+        (v): v is string => typeof v === "string" && v.length > 0,
+      );
+      const calls: [string, () => Promise<unknown>][] = [
+        ["client.create()", () => client.create().then((made) => ctx.track(made))],
+        [`client.connect(${show(existing.id)})`, () => client.connect(existing.id).then((s) => s.getInfo())],
+      ];
+      if (ctx.capabilities.map.list !== "unsupported") {
+        calls.push([
+          "client.list()",
+          async () => {
+            for await (const _ of client.list({ limit: 1 })) break;
+          },
+        ]);
+      }
+      for (const [what, call] of calls) {
+        const started = Date.now();
+        const error = await rejectionOf(call(), 60_000);
+        const ms = Date.now() - started;
+        check(typeof error !== "symbol", `expected ${what} with a refused credential to settle within 60 s`);
+        check(error !== undefined, `expected ${what} with a refused credential to reject, it resolved`);
+        check(
+          SandboxError.isInstance(error) && error.code === "Unauthorized",
+          `expected ${what} with a refused credential to reject with Unauthorized, got ${show(error)}`,
+        );
+        check(!error.retryable, `expected the Unauthorized of ${what} not to be retryable`);
+        // Three retries 2 s apart would take 6 s or more: an Unauthorized is final.
+        check(
+          ms < 5_000,
+          `expected ${what} to reject at once (no retries of an Unauthorized), it took ${ms} ms`,
+        );
+        for (const credential of refused) expectNoCredential(error, credential, what);
+      }
+    },
+  };
+
+  return [echo, redirect(307), redirect(302), deadline, unauthorized];
 }

@@ -6,7 +6,12 @@ import type { SandboxSpec } from "../spec/sandbox-spec.js";
 import { createSandboxClient } from "./create-sandbox-client.js";
 
 const sh = shDriver({ userland: "dash" });
-afterAll(() => sh.cleanup());
+// With list and metadata, so the core can keep idempotency keys.
+const listing = shDriver({ userland: "dash", lifecycle: true });
+afterAll(() => {
+  sh.cleanup();
+  listing.cleanup();
+});
 
 const providerError = (retryable: boolean) =>
   new SandboxError("Provider", "the control plane answered 503", {
@@ -71,7 +76,9 @@ describe("createSandboxClient", () => {
   });
 
   test("with an idempotency key retryable failures are retried with backoff", async () => {
-    const recorded = recordingProvider(sh, { doCreate: (n) => (n <= 2 ? providerError(true) : undefined) });
+    const recorded = recordingProvider(listing, {
+      doCreate: (n) => (n <= 2 ? providerError(true) : undefined),
+    });
     const client = createSandboxClient({ provider: recorded, retry: { retries: 3, baseDelayMs: 1 } });
     const sandbox = await client.create({ idempotencyKey: "k-1" });
     expect(recorded.calls.filter((c) => c.method === "doCreate")).toHaveLength(3);
@@ -79,17 +86,17 @@ describe("createSandboxClient", () => {
   });
 
   test("non-retryable failures are not retried even with a key", async () => {
-    const recorded = recordingProvider(sh, { doCreate: () => providerError(false) });
+    const recorded = recordingProvider(listing, { doCreate: () => providerError(false) });
     const client = createSandboxClient({ provider: recorded, retry: { retries: 3, baseDelayMs: 1 } });
     await expect(client.create({ idempotencyKey: "k-2" })).rejects.toMatchObject({ code: "Provider" });
     expect(recorded.calls.filter((c) => c.method === "doCreate")).toHaveLength(1);
   });
 
   test("fallback providers are tried only for creates with an idempotency key", async () => {
-    const failing = recordingProvider(shDriver({ userland: "dash" }), {
+    const failing = recordingProvider(shDriver({ userland: "dash", lifecycle: true }), {
       doCreate: () => providerError(false),
     });
-    const backup = shDriver({ userland: "busybox" });
+    const backup = shDriver({ userland: "busybox", lifecycle: true });
     const client = createSandboxClient({ provider: failing, fallback: [backup] });
     await expect(client.create()).rejects.toMatchObject({ code: "Provider" });
     const sandbox = await client.create({ idempotencyKey: "k-3" });
@@ -100,8 +107,8 @@ describe("createSandboxClient", () => {
   });
 
   test("when every provider fails the error is AllProvidersFailed with each cause", async () => {
-    const a = recordingProvider(sh, { doCreate: () => providerError(false) });
-    const b = recordingProvider(shDriver({ userland: "busybox" }), {
+    const a = recordingProvider(listing, { doCreate: () => providerError(false) });
+    const b = recordingProvider(shDriver({ userland: "busybox", lifecycle: true }), {
       doCreate: () => new SandboxError("Unauthorized", "bad key"),
     });
     const client = createSandboxClient({ provider: a, fallback: [b] });
@@ -109,6 +116,64 @@ describe("createSandboxClient", () => {
     expect(error.code).toBe("AllProvidersFailed");
     expect(error.message).toContain("Unauthorized");
     expect((error.cause as AggregateError).errors).toHaveLength(2);
+  });
+
+  test("a create repeated with the same idempotency key returns the first sandbox; another key makes another", async () => {
+    const client = createSandboxClient({ provider: listing });
+    const first = await client.create({ idempotencyKey: "same-key" });
+    const again = await client.create({ idempotencyKey: "same-key" });
+    expect(again.id).toBe(first.id);
+    const other = await client.create({ idempotencyKey: "other-key" });
+    expect(other.id).not.toBe(first.id);
+    await first.destroy();
+    const fresh = await client.create({ idempotencyKey: "same-key" });
+    expect(fresh.id).not.toBe(first.id);
+    await Promise.all([other.destroy(), fresh.destroy()]);
+  });
+
+  test("a retry after a create whose answer was lost returns the sandbox it made instead of a second one", async () => {
+    const base = shDriver({ userland: "dash", lifecycle: true });
+    let attempts = 0;
+    const losing = new Proxy(base, {
+      get(target, property, receiver) {
+        if (property !== "doCreate") return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<typeof base.doCreate>) => {
+          const made = await target.doCreate(...args);
+          attempts++;
+          if (attempts === 1) throw new SandboxError("Timeout", "the answer was lost", { retryable: true });
+          return made;
+        };
+      },
+    });
+    const client = createSandboxClient({ provider: losing, retry: { retries: 2, baseDelayMs: 1 } });
+    const sandbox = await client.create({ idempotencyKey: "lost-answer" });
+    expect(attempts).toBe(1);
+    const all: string[] = [];
+    for await (const info of client.list()) all.push(info.id);
+    expect(all).toEqual([sandbox.id]);
+    await sandbox.destroy();
+    base.cleanup();
+  });
+
+  test("an idempotency key that neither the provider nor the core can keep is a Validation error before any call", async () => {
+    const recorded = recordingProvider(sh);
+    const client = createSandboxClient({ provider: recorded });
+    await expect(client.create({ idempotencyKey: "k" })).rejects.toMatchObject({
+      code: "Validation",
+      message: expect.stringContaining("idempotencyKey"),
+    });
+    expect(recorded.calls).toEqual([]);
+  });
+
+  test("a provider that honours idempotency keys gets the key and the core does not look it up", async () => {
+    const honouring = recordingProvider(
+      Object.assign(Object.create(listing) as typeof listing, { honours: ["metadata", "idempotencyKey"] }),
+    );
+    const client = createSandboxClient({ provider: honouring });
+    const sandbox = await client.create({ idempotencyKey: "native-key" });
+    expect(honouring.calls.map((c) => c.method)).toEqual(["doCreate"]);
+    expect((await sandbox.getInfo()).metadata).not.toHaveProperty("sbox-idempotency-key");
+    await sandbox.destroy();
   });
 
   test("hooks and plugins see creates, errors and destroys; beforeCreate can change the spec", async () => {

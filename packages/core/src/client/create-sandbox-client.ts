@@ -19,6 +19,7 @@ import type {
   SandboxClientOptions,
   SandboxHooks,
 } from "./client-types.js";
+import { idempotentCreate } from "./idempotent-create.js";
 import { abortError, withRetry } from "./retry.js";
 import type { HonoursOf } from "./spec-for.js";
 import { EXPIRES_AT_METADATA_KEY, matchesFilter, validateListFilter, validateSpec } from "./validate-spec.js";
@@ -151,7 +152,7 @@ export function createSandboxClient<
       };
     }
     const signal = spec.signal ?? new AbortController().signal;
-    const attempt = () => runtime.driver.doCreate(spec, { signal });
+    const attempt = idempotentCreate(runtime, spec, signal);
     const handle = spec.idempotencyKey ? await withRetry(attempt, options.retry, signal) : await attempt();
     runtime.createdSpecs.set(handle.id, spec);
     const sandbox = wrap(runtime, handle);

@@ -8,6 +8,17 @@ import { SANDBOX_SPEC_FIELDS, SANDBOX_STATES } from "../spec/sandbox-spec-values
 /** Metadata key under which the core records the expiry of providers that cannot keep a ttl themselves. */
 export const EXPIRES_AT_METADATA_KEY = "sbox-expires-at";
 
+/**
+ * Metadata key under which the core records a create's idempotency key for providers that do not honour
+ * keys themselves, so that a repeated create finds the sandbox by `list`.
+ */
+export const IDEMPOTENCY_KEY_METADATA_KEY = "sbox-idempotency-key";
+
+/** Whether the core can keep what a provider cannot (an expiry, an idempotency key) in metadata and list it. */
+export function recordsInMetadata(provider: SandboxProvider, capabilities: CapabilityMap): boolean {
+  return provider.honours.includes("metadata") && capabilities.list !== "unsupported";
+}
+
 const SPEC_KEYS = new Set<string>([...SANDBOX_SPEC_FIELDS, "idempotencyKey", "signal"]);
 const RESOURCE_KEYS = new Set(["vcpus", "memoryMB", "diskMB", "gpu"]);
 
@@ -146,11 +157,12 @@ export function validateSpec(
     }
     if (spec.secrets.length > 0) used.push("secrets");
   }
-  if (
-    has(spec.idempotencyKey) &&
-    (typeof spec.idempotencyKey !== "string" || spec.idempotencyKey.length === 0)
-  ) {
-    throw invalid(name, "idempotencyKey must be a non-empty string");
+  if (has(spec.idempotencyKey)) {
+    if (typeof spec.idempotencyKey !== "string" || spec.idempotencyKey.length === 0)
+      throw invalid(name, "idempotencyKey must be a non-empty string");
+    if (spec.idempotencyKey.length > 256)
+      throw invalid(name, "idempotencyKey must be at most 256 characters");
+    used.push("idempotencyKey");
   }
   for (const field of used) {
     const capability = FIELD_CAPABILITY[field];
@@ -159,10 +171,18 @@ export function validateSpec(
     }
     if (field === "ttlMs" && !provider.honours.includes("ttlMs")) {
       // The core can keep the expiry in metadata and enforce it with client.reap(), if the provider keeps metadata and lists.
-      if (provider.honours.includes("metadata") && capabilities.list !== "unsupported") continue;
+      if (recordsInMetadata(provider, capabilities)) continue;
       throw invalid(
         name,
         `ttlMs cannot be honoured by ${name}: it keeps no expiry and no metadata to record one in`,
+      );
+    }
+    if (field === "idempotencyKey" && !provider.honours.includes("idempotencyKey")) {
+      // The core can record the key in metadata and find an earlier create by it with list.
+      if (recordsInMetadata(provider, capabilities)) continue;
+      throw invalid(
+        name,
+        `idempotencyKey cannot be honoured by ${name}: it keeps no keys and no metadata to find an earlier create by`,
       );
     }
     if (!provider.honours.includes(field)) {

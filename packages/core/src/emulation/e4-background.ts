@@ -29,7 +29,13 @@ import { shellCommandOf, shellQuote } from "./shell-quote.js";
 /** The driver methods E4 provides. */
 export type EmulatedBackground = Required<
   Pick<ProviderDriver, "doSpawn" | "doListProcesses" | "doConnectProcess" | "doKillProcess">
->;
+> & {
+  /**
+   * Notes in the process's record that `signal` is about to be sent by other means (a provider's native
+   * kill), so that `wait()` can name the signal, as it does for E4's own kill. Unknown pids are ignored.
+   */
+  recordSignal(sandbox: DriverSandbox, pid: number, signal: string, callSignal: AbortSignal): Promise<void>;
+};
 
 const STDIN_CLOSED = "sbox-stdin-closed";
 /**
@@ -287,6 +293,21 @@ export function emulatedBackground(ctx: EmulationContext): EmulatedBackground {
 
     async doKillProcess(sandbox, pid, signal, options) {
       await kill(sandbox, pid, signal, options.signal);
+    },
+
+    async recordSignal(sandbox, pid, signal, callSignal) {
+      checkPid(pid);
+      const name = normalizeSignal(signal, "SIGTERM");
+      const dir = dirOf(sandbox, pid);
+      const exit = shellQuote(`${dir}/${RUN_FILES.exit}`);
+      const killed = shellQuote(`${dir}/${RUN_FILES.killed}`);
+      await ctx.exec(
+        sandbox,
+        `[ -d ${shellQuote(dir)} ] && ! [ -f ${exit} ] && echo ${name} > ${killed}; true`,
+        {
+          signal: callSignal,
+        },
+      );
     },
   };
 }

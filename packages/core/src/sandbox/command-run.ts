@@ -3,6 +3,7 @@ import { validateEnv } from "../emulation/shell-quote.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverCommand } from "../spec/provider-spec.js";
 import { failedCommand, RunningCommand } from "./command-handle.js";
+import { resolveCwd } from "./resolve-cwd.js";
 import { failure, invalidInput, requireCapability, type SandboxContext } from "./sandbox-context.js";
 import type { CommandHandle, RunOptions } from "./sandbox-types.js";
 import { exitCodeForSignal, normalizeSignal } from "./signal-names.js";
@@ -85,7 +86,7 @@ export function runCommand(
       try {
         const run = context.runtime.exec.run(context.handle, {
           command: driverCommand,
-          cwd: options.cwd,
+          cwd: await resolveCwd(context, options.cwd),
           env: options.env,
           stdin,
           user: options.user,

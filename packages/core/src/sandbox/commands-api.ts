@@ -6,6 +6,7 @@ import { AsyncQueue } from "./async-queue.js";
 import { ITERATOR_HIGH_WATER_MARK } from "./command-handle.js";
 import { runCommand, toDriverCommand, validateRunOptions } from "./command-run.js";
 import { killGracefully, planKill, settlesWithin, stopsWithin } from "./graceful-kill.js";
+import { resolveCwd } from "./resolve-cwd.js";
 import { callOptions, gatedMethod, guard, invalidInput, type SandboxContext } from "./sandbox-context.js";
 import type { CommandsApi, SandboxProcess } from "./sandbox-types.js";
 import { exitCodeForSignal } from "./signal-names.js";
@@ -37,8 +38,9 @@ export function createCommandsApi(context: SandboxContext): CommandsApi {
         // E4 applies cwd/env inside its detached command; a native spawn gets them when it honours them.
         const honoursEnvCwd = map.background === "emulated" || flags.perCommandEnvCwd;
         const output = outputQueues();
+        const cwd = await resolveCwd(context, options.cwd);
         const process = await spawn(handle, {
-          ...runtime.exec.prepare(driverCommand, options, honoursEnvCwd),
+          ...runtime.exec.prepare(driverCommand, { cwd, env: options.env }, honoursEnvCwd),
           stdin,
           user: options.user,
           ...callOptions(options.signal),

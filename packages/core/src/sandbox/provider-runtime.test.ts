@@ -53,6 +53,62 @@ describe("createProviderRuntime", () => {
     }
   });
 
+  test("a native kill of an emulated background process still lets wait() name the signal", async () => {
+    const killed: string[] = [];
+    const provider = defineProvider({
+      ...base,
+      name: "sh-native-kill",
+      capabilities: { ...base.capabilities, killProcess: "native" },
+      async doKillProcess(sandbox, pid, signal, options) {
+        killed.push(signal);
+        await base.doExec(sandbox, {
+          command: { shell: `kill -${signal.replace(/^SIG/, "")} -${pid}` },
+          signal: options.signal,
+        });
+      },
+    });
+    const client = createSandboxClient({ provider });
+    const sandbox = await client.create();
+    try {
+      const proc = await sandbox.commands.spawn("sleep 30");
+      await sandbox.commands.kill(proc.pid, "SIGUSR1");
+      expect(await proc.wait()).toEqual({ exitCode: 138, signal: "SIGUSR1" });
+      expect(killed).toEqual(["SIGUSR1"]);
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+
+  test("a relative cwd reaches a provider that takes the cwd itself as an absolute path", async () => {
+    const seen: (string | undefined)[] = [];
+    const taking = shDriver({ userland: "dash", envCwd: true });
+    const provider = defineProvider({
+      ...taking,
+      name: "sh-native-cwd",
+      // Without streaming a command goes straight to doExec, which takes the cwd itself.
+      capabilities: { ...taking.capabilities, streaming: "unsupported" },
+      async doExec(sandbox, request) {
+        seen.push(request.cwd);
+        return taking.doExec(sandbox, request);
+      },
+    });
+    const client = createSandboxClient({ provider });
+    const sandbox = await client.create();
+    try {
+      const cwd = (await sandbox.commands.run("pwd")).stdout.trim();
+      await sandbox.commands.run(["mkdir", "-p", "sub/dir"]);
+      expect((await sandbox.commands.run("pwd", { cwd: "sub/./dir" })).stdout).toBe(`${cwd}/sub/dir\n`);
+      expect(seen.at(-1)).toBe(`${cwd}/sub/dir`);
+      const proc = await sandbox.commands.spawn("pwd", { cwd: "sub" });
+      let out = "";
+      for await (const chunk of proc.stdout) out += chunk;
+      expect(out).toBe(`${cwd}/sub\n`);
+    } finally {
+      await sandbox.destroy();
+      taking.cleanup();
+    }
+  });
+
   test("the emulated file methods see resolved paths too, and read back what was written relatively", async () => {
     const client = createSandboxClient({ provider: base });
     const sandbox = await client.create();

@@ -52,6 +52,8 @@ export interface ProviderRuntime {
   secrets(): readonly (string | undefined)[];
   /** Forgets what the runtime keeps about a destroyed sandbox (its spec, its working directory). */
   forget(nativeId: string): void;
+  /** The directory commands start in (the declared `workdir`, else what `pwd` prints there, once). */
+  workdir(sandbox: DriverSandbox): Promise<string>;
 }
 
 /** Makes `make()` once, on first use. */
@@ -156,6 +158,21 @@ export function createProviderRuntime(
       for (const [method, fn] of Object.entries(emulated)) if (fn) driver[method] = fn;
     }
   }
+  // A native kill of an emulated background process: E4 first notes the signal in the process's record,
+  // so that wait() names it (the provider's kill cannot tell E4 what it sent).
+  const nativeKill = driver.doKillProcess as ProviderDriver["doKillProcess"];
+  if (map.background === "emulated" && map.killProcess === "native" && nativeKill) {
+    const background = sources.background();
+    driver.doKillProcess = async (
+      sandbox: DriverSandbox,
+      pid: number,
+      signal: string,
+      options: { signal: AbortSignal },
+    ) => {
+      await background.recordSignal(sandbox, pid, signal, options.signal);
+      return nativeKill(sandbox, pid, signal, options);
+    };
+  }
   if (driver.doReadFileStream === undefined)
     Object.assign(driver, bufferedFileStreams(driver as unknown as RuntimeDriver));
   const dispose = own("doDispose");
@@ -190,6 +207,7 @@ export function createProviderRuntime(
       createdSpecs.delete(nativeId);
       workdirs.delete(nativeId);
     },
+    workdir,
   };
 }
 

@@ -48,8 +48,10 @@ export interface SandboxSpec {
   /** Names of provider-managed secrets to inject as env; requires `secretsVault`. */
   secrets?: readonly string[] | undefined;
   /**
-   * Makes `create` safe to retry: with a key the client retries retryable failures and tries fallback
-   * providers; without one a failed create is reported once, never repeated.
+   * Makes `create` safe to retry: a create with a key that an earlier create already used returns that
+   * earlier sandbox instead of making a second one (honoured by the provider, or by the core through
+   * metadata and `list`; `Validation` where neither can). With a key the client also retries retryable
+   * failures and tries fallback providers; without one a failed create is reported once, never repeated.
    */
   idempotencyKey?: string | undefined;
   /** Aborts the create. */
@@ -74,7 +76,12 @@ export type SpecField =
   | "network"
   | "volumes"
   | "region"
-  | "secrets";
+  | "secrets"
+  /**
+   * The provider itself makes a repeated create with the same key return the sandbox the first made.
+   * Without it the core does so where the provider keeps metadata and lists (see `client.create`).
+   */
+  | "idempotencyKey";
 
 /** Lifecycle states reported by `getInfo()`; always read live from the provider. */
 export type SandboxState = "starting" | "running" | "paused" | "stopped" | "destroyed" | "error" | "unknown";
