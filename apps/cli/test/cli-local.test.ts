@@ -252,7 +252,9 @@ describe("sbox against provider-local (the real binary)", () => {
 
   it("port prints a URL that reaches a server in the sandbox", async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
-    const server = `require("http").createServer((q, s) => s.end("pong")).listen(${port}, "127.0.0.1")`;
+    // On all interfaces: provider-local forwards an exposed port to the sandbox's network address, not to
+    // its loopback (the provider's README says so).
+    const server = `require("http").createServer((q, s) => s.end("pong")).listen(${port}, "0.0.0.0")`;
     const started = await home.run(["exec", "-d", id, "--", process.execPath, "-e", server]);
     expect(started.code).toBe(0);
     const exposed = await home.run(["port", id, String(port)]);
@@ -261,7 +263,7 @@ describe("sbox against provider-local (the real binary)", () => {
     expect(url).toMatch(/^https?:\/\//);
     let body = "";
     for (let attempt = 0; attempt < 50 && body !== "pong"; attempt += 1) {
-      body = await fetch(url)
+      body = await fetch(url, { signal: AbortSignal.timeout(2_000) })
         .then((response) => response.text())
         .catch(() => "");
       if (body !== "pong") await new Promise((resolve) => setTimeout(resolve, 100));
