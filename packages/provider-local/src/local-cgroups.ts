@@ -315,6 +315,19 @@ export function joinFiles(cgroup: SandboxCgroup, group: string): string[] {
 }
 
 /** The group the holder's processes join (v2 leaves only hold processes; v1 uses the sandbox's own). */
+/**
+ * Where the sandbox's own cgroup shows inside its view (read-only): the sandbox's directory as
+ * `/sys/fs/cgroup` on v2; on v1 its memory and CPU accounting directories as `/sys/fs/cgroup/<controller>`,
+ * the places programs (and the core's metrics emulation) look for their own usage.
+ */
+export function cgroupViews(cgroup: SandboxCgroup): { host: string; sandbox: string }[] {
+  if (cgroup.kind === "v2") return [{ host: cgroup.dir, sandbox: "/sys/fs/cgroup" }];
+  return ["memory", "cpuacct"].flatMap((controller) => {
+    const host = cgroup.dirs[controller];
+    return host === undefined ? [] : [{ host, sandbox: `/sys/fs/cgroup/${controller}` }];
+  });
+}
+
 export function holderGroup(cgroup: SandboxCgroup): string {
   return cgroup.kind === "v2" ? join(cgroup.dir, "holder") : cgroup.dirs.pids!;
 }

@@ -4,7 +4,7 @@ import { mkdir, readFile, readlink, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { shellQuote } from "@sbox/core/spec";
 import type { SandboxCgroup } from "./local-cgroups.js";
-import { holderGroup } from "./local-cgroups.js";
+import { cgroupViews, holderGroup } from "./local-cgroups.js";
 import type { CommandSettings, CommandTarget, RunningSandbox } from "./local-command.js";
 import { localError } from "./local-errors.js";
 import type { HolderCache } from "./local-holder-cache.js";
@@ -219,6 +219,7 @@ async function startHolder(
     etc: target.paths.etc,
     mounts: settings.mounts,
     shmBytes: shmBytes(resources),
+    cgroups: cgroup ? cgroupViews(cgroup) : [],
   });
   const namespaces = [
     "--unshare-pid",

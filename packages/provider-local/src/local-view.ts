@@ -88,6 +88,13 @@ export interface ViewPlan {
   readonly mounts: readonly LocalMount[];
   /** Size of `/dev/shm`, in bytes. */
   readonly shmBytes: number;
+  /**
+   * The sandbox's own cgroup directories and where they appear inside, read-only (`/sys/fs/cgroup` on
+   * cgroup v2, `/sys/fs/cgroup/<controller>` on v1): programs inside (the core's metrics emulation among
+   * them) read the sandbox's memory and CPU use there instead of the host's `/proc/meminfo`. Nothing else
+   * of the host's cgroups is visible, and nothing can be written.
+   */
+  readonly cgroups?: readonly { readonly host: string; readonly sandbox: string }[] | undefined;
 }
 
 /** The host's system directories, bound read-only, or recreated as the symlinks they are on the host. */
@@ -125,6 +132,13 @@ export function viewArgs(plan: ViewPlan): string[] {
   args.push("--bind", plan.workspace, SANDBOX_WORKSPACE, "--bind", plan.tmp, SANDBOX_TMP);
   args.push("--dir", "/home", "--bind", plan.home, SANDBOX_HOME);
   const made = new Set<string>();
+  const cgroups = plan.cgroups ?? [];
+  if (cgroups.length > 0) {
+    // Made here rather than by bubblewrap, whose own parents come out mode 0700 (root's).
+    args.push("--dir", "/sys", "--dir", "/sys/fs", "--dir", "/sys/fs/cgroup");
+    for (const dir of ["/sys", "/sys/fs", "/sys/fs/cgroup"]) made.add(dir);
+  }
+  for (const cgroup of cgroups) args.push("--ro-bind", cgroup.host, cgroup.sandbox);
   for (const mount of plan.mounts) {
     // Parents bubblewrap would make on its own come out mode 0700 (root's): the sandbox user could not enter.
     const parts = mount.sandbox.split("/").filter(Boolean);
