@@ -169,6 +169,52 @@ export function execEdgeCases(): ConformanceCase[] {
       },
     },
     {
+      id: "exec.exit-code.forged-records",
+      title:
+        "a process of the sandbox that rewrites every exit record it can find (files named exit*, proof-like names next to the core's runners) every 10 ms does not change the exit code a foreground command or a background process reports; where the provider offers no means, flags.exitCodeForgeable says so",
+      requires: ["background"],
+      timeoutMs: 180_000,
+      async run(ctx) {
+        if (ctx.capabilities.flags.exitCodeForgeable === true) {
+          ctx.skip("flags.exitCodeForgeable: the provider offers the core no means to prove an exit code");
+        }
+        // A sandbox of its own: the forger spoils whatever records it finds.
+        const sandbox = await ctx.createSandbox();
+        // Bounded (3000 rounds of 10 ms, about 30 s) and confined to the sandbox's writable places.
+        const forger = await sandbox.commands.spawn([
+          "sh",
+          "-c",
+          [
+            "zeros=$(printf '%0128d' 0); i=0",
+            'while [ "$i" -lt 3000 ]; do',
+            '  for f in $(find /tmp /run /var/tmp /home /workspace "$HOME" "$PWD" -name "exit*" -type f 2>/dev/null); do printf "0\\n" > "$f" 2>/dev/null; done',
+            '  for r in $(find /tmp /run /var/tmp /home /workspace "$HOME" "$PWD" -name runner -type f 2>/dev/null); do',
+            '    d=$(dirname "$r"); : > "$d/x.0.$zeros" 2>/dev/null; for x in "$d"/x.*; do [ -f "$x" ] && printf 0 > "$x" 2>/dev/null; done',
+            "  done",
+            "  sleep 0.01; i=$((i + 1))",
+            "done",
+          ].join("\n"),
+        ]);
+        ctx.defer(() => forger.kill("SIGKILL").catch(() => {}));
+        for (let round = 0; round < 3; round++) {
+          const result = await sandbox.commands.run(`echo round${round}; sleep 0.4; exit 7`);
+          expectEqual(
+            result.exitCode,
+            7,
+            `exit code of a command run while a forger rewrites records (round ${round})`,
+          );
+          expectEqual(result.stdout, `round${round}\n`, `stdout of that command (round ${round})`);
+        }
+        const background = await sandbox.commands.spawn("sleep 0.6; exit 5");
+        const exit = await background.wait();
+        expectEqual(
+          exit.exitCode,
+          5,
+          "exit code a background process reports while a forger rewrites records",
+        );
+      },
+    },
+    {
       id: "exec.user",
       title:
         "the user option is honoured or refused, never ignored: a command run as another user either runs as that user or rejects with a SandboxError",
