@@ -1,4 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { ExecResult, OutputEvent } from "@sbox/core";
 import { SandboxError } from "@sbox/core/spec";
 import { ConformanceFailure, check, expectEqual, expectRejects, show, sleep } from "../assertions.js";
@@ -180,15 +183,37 @@ export function execEdgeCases(): ConformanceCase[] {
         }
         // A sandbox of its own: the forger spoils whatever records it finds.
         const sandbox = await ctx.createSandbox();
-        // Bounded (3000 rounds of 10 ms, about 30 s) and confined to the sandbox's writable places.
+        // The attack must reach nothing outside this test: it runs only where the sandbox's temporary
+        // directory is its own. A canary file on the host's temporary directory must not be visible inside
+        // (it is where the sandbox shares the host's files: a process-only provider, no isolation).
+        for (const hostTmp of new Set([tmpdir(), "/tmp"])) {
+          const canary = join(hostTmp, `sbox-conformance-canary-${randomUUID()}`);
+          try {
+            writeFileSync(canary, "host");
+          } catch {
+            continue; // not writable by the kit: nothing of the kit's user there to protect or to see
+          }
+          ctx.defer(() => rmSync(canary, { force: true }));
+          const seen = await sandbox.commands.run(
+            shArgs('[ -e "$1" ] && echo shared || echo private', canary),
+          );
+          if (seen.stdout.trim() !== "private") {
+            ctx.skip(
+              `the sandbox sees the host's ${hostTmp} (a canary written there is visible inside): a forger inside would rewrite files outside this test`,
+            );
+          }
+        }
+        // Bounded (3000 rounds of 10 ms, about 30 s) and confined to the sandbox's own temporary
+        // directories, where the core keeps its emulation state.
         const forger = await sandbox.commands.spawn([
           "sh",
           "-c",
           [
             "zeros=$(printf '%0128d' 0); i=0",
+            'roots="/tmp"; [ -n "$TMPDIR" ] && [ "$TMPDIR" != /tmp ] && roots="$roots $TMPDIR"',
             'while [ "$i" -lt 3000 ]; do',
-            '  for f in $(find /tmp /run /var/tmp /home /workspace "$HOME" "$PWD" -name "exit*" -type f 2>/dev/null); do printf "0\\n" > "$f" 2>/dev/null; done',
-            '  for r in $(find /tmp /run /var/tmp /home /workspace "$HOME" "$PWD" -name runner -type f 2>/dev/null); do',
+            '  for f in $(find $roots -name "exit*" -type f 2>/dev/null); do printf "0\\n" > "$f" 2>/dev/null; done',
+            "  for r in $(find $roots -name runner -type f 2>/dev/null); do",
             '    d=$(dirname "$r"); : > "$d/x.0.$zeros" 2>/dev/null; for x in "$d"/x.*; do [ -f "$x" ] && printf 0 > "$x" 2>/dev/null; done',
             "  done",
             "  sleep 0.01; i=$((i + 1))",
