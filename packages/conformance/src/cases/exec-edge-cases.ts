@@ -1,4 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { ExecResult, OutputEvent } from "@sbox/core";
 import { SandboxError } from "@sbox/core/spec";
 import { ConformanceFailure, check, expectEqual, expectRejects, show, sleep } from "../assertions.js";
@@ -166,6 +169,74 @@ export function execEdgeCases(): ConformanceCase[] {
             `expected a look-alike marker (another token) followed by the death of the marker's shell not to pass for exit 0, got ${show(outcome)}`,
           );
         }
+      },
+    },
+    {
+      id: "exec.exit-code.forged-records",
+      title:
+        "a process of the sandbox that rewrites every exit record it can find (files named exit*, proof-like names next to the core's runners) every 10 ms does not change the exit code a foreground command or a background process reports; where the provider offers no means, flags.exitCodeForgeable says so",
+      requires: ["background"],
+      timeoutMs: 180_000,
+      async run(ctx) {
+        if (ctx.capabilities.flags.exitCodeForgeable === true) {
+          ctx.skip("flags.exitCodeForgeable: the provider offers the core no means to prove an exit code");
+        }
+        // A sandbox of its own: the forger spoils whatever records it finds.
+        const sandbox = await ctx.createSandbox();
+        // The attack must reach nothing outside this test: it runs only where the sandbox's temporary
+        // directory is its own. A canary file on the host's temporary directory must not be visible inside
+        // (it is where the sandbox shares the host's files: a process-only provider, no isolation).
+        for (const hostTmp of new Set([tmpdir(), "/tmp"])) {
+          const canary = join(hostTmp, `sbox-conformance-canary-${randomUUID()}`);
+          try {
+            writeFileSync(canary, "host");
+          } catch {
+            continue; // not writable by the kit: nothing of the kit's user there to protect or to see
+          }
+          ctx.defer(() => rmSync(canary, { force: true }));
+          const seen = await sandbox.commands.run(
+            shArgs('[ -e "$1" ] && echo shared || echo private', canary),
+          );
+          if (seen.stdout.trim() !== "private") {
+            ctx.skip(
+              `the sandbox sees the host's ${hostTmp} (a canary written there is visible inside): a forger inside would rewrite files outside this test`,
+            );
+          }
+        }
+        // Bounded (3000 rounds of 10 ms, about 30 s) and confined to the sandbox's own temporary
+        // directories, where the core keeps its emulation state.
+        const forger = await sandbox.commands.spawn([
+          "sh",
+          "-c",
+          [
+            "zeros=$(printf '%0128d' 0); i=0",
+            'roots="/tmp"; [ -n "$TMPDIR" ] && [ "$TMPDIR" != /tmp ] && roots="$roots $TMPDIR"',
+            'while [ "$i" -lt 3000 ]; do',
+            '  for f in $(find $roots -name "exit*" -type f 2>/dev/null); do printf "0\\n" > "$f" 2>/dev/null; done',
+            "  for r in $(find $roots -name runner -type f 2>/dev/null); do",
+            '    d=$(dirname "$r"); : > "$d/x.0.$zeros" 2>/dev/null; for x in "$d"/x.*; do [ -f "$x" ] && printf 0 > "$x" 2>/dev/null; done',
+            "  done",
+            "  sleep 0.01; i=$((i + 1))",
+            "done",
+          ].join("\n"),
+        ]);
+        ctx.defer(() => forger.kill("SIGKILL").catch(() => {}));
+        for (let round = 0; round < 3; round++) {
+          const result = await sandbox.commands.run(`echo round${round}; sleep 0.4; exit 7`);
+          expectEqual(
+            result.exitCode,
+            7,
+            `exit code of a command run while a forger rewrites records (round ${round})`,
+          );
+          expectEqual(result.stdout, `round${round}\n`, `stdout of that command (round ${round})`);
+        }
+        const background = await sandbox.commands.spawn("sleep 0.6; exit 5");
+        const exit = await background.wait();
+        expectEqual(
+          exit.exitCode,
+          5,
+          "exit code a background process reports while a forger rewrites records",
+        );
       },
     },
     {

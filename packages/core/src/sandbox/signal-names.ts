@@ -49,6 +49,11 @@ export function exitCodeForSignal(signal: string): number {
   return 128 + (SIGNALS[signal] ?? 9);
 }
 
+/** The number of a signal name, e.g. "SIGTERM" -> 15 (Linux numbering); `undefined` for an unknown name. */
+export function signalNumber(signal: string): number | undefined {
+  return SIGNALS[signal];
+}
+
 /** The signal name for a number, e.g. 15 -> "SIGTERM". */
 export function signalName(signal: number): string | undefined {
   return Object.keys(SIGNALS).find((name) => SIGNALS[name] === signal);

@@ -30,7 +30,7 @@ export type { SandboxErrorOptions } from "../errors/sandbox-error.js";
 export { NotSupportedError, SandboxError } from "../errors/sandbox-error.js";
 export type { WrapErrorContext } from "../errors/to-sandbox-error.js";
 export { codeForHttpStatus, isRetryableHttpStatus, toSandboxError } from "../errors/to-sandbox-error.js";
-export { exitCodeForSignal, signalName } from "../sandbox/signal-names.js";
+export { exitCodeForSignal, signalName, signalNumber } from "../sandbox/signal-names.js";
 export { defineProvider } from "./define-provider.js";
 export type * from "./files-types.js";
 export { isMissingPackage, optionalPackageError } from "./optional-package.js";

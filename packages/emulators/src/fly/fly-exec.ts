@@ -4,30 +4,11 @@
  * like a shell would (quotes, backslashes). The real API gives up after about 30 seconds whatever
  * `timeout` asks for (408 Request Timeout) — so does the emulator, and the command is killed.
  */
-import { SandboxError } from "@sbox/core/spec";
+import { SandboxError, signalNumber } from "@sbox/core/spec";
 import type { FlyMachine } from "./fly-machine.js";
 
 /** How long one exec may run, in seconds: Fly's own limit. */
 export const FLY_EXEC_LIMIT_SECONDS = 30;
-
-/** Linux signal numbers, for `exit_signal`. */
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGILL: 4,
-  SIGTRAP: 5,
-  SIGABRT: 6,
-  SIGBUS: 7,
-  SIGFPE: 8,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGSEGV: 11,
-  SIGUSR2: 12,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
 
 /** An exec answer: the status and body to send. */
 export interface FlyExecAnswer {
@@ -128,7 +109,7 @@ export async function execOnMachine(
       stderr: result.stderr,
       exit_code: result.exitCode,
     };
-    if (result.signal) answer.exit_signal = SIGNAL_NUMBERS[result.signal] ?? 0;
+    if (result.signal) answer.exit_signal = signalNumber(result.signal) ?? 0;
     return { status: 200, body: answer };
   } catch (error) {
     if (SandboxError.isInstance(error) && error.code === "Timeout") {

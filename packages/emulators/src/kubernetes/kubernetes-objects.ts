@@ -2,6 +2,7 @@
  * Shapes and small helpers shared by the emulator's parts: an API object is plain JSON with `metadata`;
  * times are RFC 3339 with second precision as the API server writes them.
  */
+import { signalNumber as linuxSignalNumber } from "@sbox/core/spec";
 
 /** `metav1.ObjectMeta`, the fields the emulator reads and writes. */
 export interface ObjectMeta {
@@ -91,27 +92,9 @@ export function nameHash(text: string): string {
   return hash.toString(16).padStart(8, "0");
 }
 
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGILL: 4,
-  SIGTRAP: 5,
-  SIGABRT: 6,
-  SIGBUS: 7,
-  SIGFPE: 8,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGSEGV: 11,
-  SIGUSR2: 12,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
-
 /** The number of a signal name (`SIGTERM` → 15; unknown names count as SIGKILL). */
 export function signalNumber(signal: string): number {
-  return SIGNAL_NUMBERS[signal] ?? 9;
+  return linuxSignalNumber(signal) ?? 9;
 }
 
 /** The exit code a container runtime reports for a process: its code, or 128 + the signal that ended it. */
