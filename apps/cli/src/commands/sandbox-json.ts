@@ -1,4 +1,4 @@
-import { EXPIRES_AT_METADATA_KEY, type SandboxInfo } from "@sbox/core";
+import { EXPIRES_AT_METADATA_KEY, IDEMPOTENCY_KEY_METADATA_KEY, type SandboxInfo } from "@sbox/core";
 import type { SandboxRecord } from "@sbox/manager";
 import type { OptionSpec } from "../args/option-spec.js";
 import { NAME_LABEL } from "../records/sandbox-names.js";
@@ -6,12 +6,21 @@ import { NAME_LABEL } from "../records/sandbox-names.js";
 /** `--all-labels`: also show the labels sbox keeps for itself. */
 export const ALL_LABELS_OPTION: OptionSpec = {
   type: "boolean",
-  description: "also show the labels sbox keeps for itself (record, namespace, name, expiry)",
+  description:
+    "also show the labels sbox keeps for itself (record, namespace, name, expiry, idempotency key)",
 };
 
-/** Labels sbox itself puts on sandboxes: the manager's bookkeeping, the CLI's name, the core's expiry. */
+/**
+ * Labels sbox itself puts on sandboxes: the manager's bookkeeping, the CLI's name, the core's expiry and
+ * the core's record of a create's idempotency key.
+ */
 export function isInternalLabel(key: string): boolean {
-  return key.startsWith("sbox-manager-") || key === NAME_LABEL || key === EXPIRES_AT_METADATA_KEY;
+  return (
+    key.startsWith("sbox-manager-") ||
+    key === NAME_LABEL ||
+    key === EXPIRES_AT_METADATA_KEY ||
+    key === IDEMPOTENCY_KEY_METADATA_KEY
+  );
 }
 
 /** The labels a person set, or every label with `all`. */
