@@ -102,16 +102,18 @@ describe("the tools beyond files and commands, on provider-local", () => {
     const tools = createSandboxTools(sandbox, { policy: { destructive: true } });
     await sandbox.files.write("www/index.html", "hello from the sandbox");
     const started = await tools.run_command.execute({
-      command: "python3 -m http.server 18731 --bind 127.0.0.1 --directory www > server.log 2>&1",
+      // On all interfaces: provider-local forwards an exposed port to the sandbox's network address, not to
+      // its loopback (its README says so).
+      command: "python3 -m http.server 18731 --bind 0.0.0.0 --directory www > server.log 2>&1",
       background: true,
     });
     expect(started.text).toMatch(/^Started in the background with pid \d+\.$/);
     let body = "";
     const exposed = await tools.expose_port.execute({ port: 18731 });
-    expect(exposed.ok).toBe(true);
+    expect(exposed.ok, exposed.text).toBe(true);
     const url = (exposed.data as { url: string }).url;
     for (let attempt = 0; attempt < 50 && body === ""; attempt++) {
-      body = await fetch(url).then(
+      body = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
         (response) => response.text(),
         () => "",
       );
