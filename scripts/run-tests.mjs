@@ -106,13 +106,15 @@ const heartbeat = setInterval(() => {
  */
 const LONGEST_FIRST = [
   "@sbox/provider-local",
+  "@sbox/provider-vercel",
   "@sbox/provider-docker",
-  "@sbox/provider-kubernetes",
-  "@sbox/emulators",
   "@sbox/provider-e2b",
   "@sbox/provider-fly",
+  "@sbox/provider-kubernetes",
   "@sbox/provider-daytona",
-  "@sbox/provider-vercel",
+  "@sbox/example-minimal-sh-provider",
+  "@sbox/core",
+  "@sbox/emulators",
   "@sbox/cli",
 ];
 const rank = (name) => {
