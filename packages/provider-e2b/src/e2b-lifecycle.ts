@@ -104,7 +104,7 @@ export async function destroySandbox(
   signal: AbortSignal,
 ): Promise<void> {
   const { Sandbox } = await loadE2B(options);
-  await Sandbox.kill(sandbox.id, connectionOptions(options, signal));
+  await boundedCall(options, "destroy", Sandbox.kill(sandbox.id, connectionOptions(options, signal)), signal);
   forgetSandbox(options, sandbox.id);
 }
 
@@ -116,7 +116,12 @@ export async function sandboxInfo(
 ): Promise<DriverSandboxInfo> {
   const { Sandbox } = await loadE2B(options);
   try {
-    const info = await Sandbox.getInfo(sandbox.id, connectionOptions(options, signal));
+    const info = await boundedCall(
+      options,
+      "getInfo",
+      Sandbox.getInfo(sandbox.id, connectionOptions(options, signal)),
+      signal,
+    );
     return infoOf(info);
   } catch (error) {
     if (toE2BError(error, { operation: "getInfo" }).code === "NotFound") {
@@ -153,7 +158,12 @@ export async function* listSandboxes(
   let seen = 0;
   while (paginator.hasNext) {
     if (signal.aborted) throw new SandboxError("Aborted", "e2b list: aborted");
-    const page = await paginator.nextItems({ signal: unarySignal(options, signal) });
+    const page = await boundedCall(
+      options,
+      "list",
+      paginator.nextItems({ signal: unarySignal(options, signal) }),
+      signal,
+    );
     for (const info of page) {
       yield infoOf(info);
       seen++;
@@ -194,7 +204,12 @@ export async function setSandboxTimeout(
 ): Promise<void> {
   validTimeout(ttlMs, "setTimeout");
   const { Sandbox } = await loadE2B(options);
-  await Sandbox.setTimeout(sandbox.id, ttlMs, connectionOptions(options, signal));
+  await boundedCall(
+    options,
+    "setTimeout",
+    Sandbox.setTimeout(sandbox.id, ttlMs, connectionOptions(options, signal)),
+    signal,
+  );
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -219,7 +234,12 @@ export async function sandboxMetrics(
 ): Promise<SandboxMetrics> {
   const { Sandbox } = await loadE2B(options);
   for (let attempt = 1; ; attempt++) {
-    const samples = await Sandbox.getMetrics(sandbox.id, connectionOptions(options, signal));
+    const samples = await boundedCall(
+      options,
+      "metrics",
+      Sandbox.getMetrics(sandbox.id, connectionOptions(options, signal)),
+      signal,
+    );
     const last = samples.at(-1);
     if (last) {
       return {
