@@ -447,6 +447,29 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Emula
   };
 }
 
+/** What differs between the servers of one emulator. */
+export type EmulatorServerSpec = Pick<HttpServerOptions, "name" | "port" | "handler">;
+
+/**
+ * Starts an emulator's servers in order, each with `common` (host, faults, log, error body), pushing each
+ * into `servers` as it listens. When one fails to start, those already listening are closed, `cleanup` runs
+ * (the emulator's backend), and the error is thrown: a failed start leaves nothing open.
+ */
+export async function startHttpServers(
+  common: Omit<HttpServerOptions, "name" | "port" | "handler">,
+  specs: readonly EmulatorServerSpec[],
+  servers: EmulatorHttpServer[],
+  cleanup: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    for (const spec of specs) servers.push(await startHttpServer({ ...common, ...spec }));
+  } catch (error) {
+    await Promise.allSettled(servers.map((server) => server.close()));
+    await cleanup().catch(() => undefined);
+    throw error;
+  }
+}
+
 /** Reads a whole request body, refusing more than `limit` bytes (413-worthy input ends the read). */
 export async function readBody(req: IncomingMessage, limit: number = 64 * 1024 * 1024): Promise<Buffer> {
   const chunks: Buffer[] = [];

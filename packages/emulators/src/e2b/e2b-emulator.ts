@@ -14,7 +14,7 @@ import {
   type FaultInjector,
   type FaultRule,
   type RequestLogEntry,
-  startHttpServer,
+  startHttpServers,
 } from "../http-server.js";
 import { serveControlPlane } from "./e2b-control-plane.js";
 import type { E2BNetworkConfig } from "./e2b-network.js";
@@ -127,35 +127,24 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
   const faults = createFaultInjector(options.faults);
   const log: RequestLogEntry[] = [];
   const servers: EmulatorHttpServer[] = [];
-  try {
-    servers.push(
-      await startHttpServer({
+  const sandboxPort = options.sandboxPort ?? (options.port ? options.port + 1 : 0);
+  await startHttpServers(
+    { host, faults, log, errorBody: e2bError },
+    [
+      {
         name: "e2b api",
-        host,
         port: options.port,
-        faults,
-        log,
-        errorBody: e2bError,
         handler: (req, res, context) => serveControlPlane(state, req, res, context.url, context.setRoute),
-      }),
-    );
-    const sandboxPort = options.sandboxPort ?? (options.port ? options.port + 1 : 0);
-    servers.push(
-      await startHttpServer({
+      },
+      {
         name: "e2b sandbox",
-        host,
         port: sandboxPort,
-        faults,
-        log,
-        errorBody: e2bError,
         handler: (req, res, context) => serveSandboxTraffic(state, req, res, context.url, context.setRoute),
-      }),
-    );
-  } catch (error) {
-    await Promise.allSettled(servers.map((server) => server.close()));
-    await backend.close().catch(() => undefined);
-    throw error;
-  }
+      },
+    ],
+    servers,
+    () => backend.close(),
+  );
   const [api, sandbox] = servers as [EmulatorHttpServer, EmulatorHttpServer];
   let closing: Promise<void> | undefined;
   return {

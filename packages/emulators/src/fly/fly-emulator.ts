@@ -12,7 +12,7 @@ import {
   type FaultInjector,
   type FaultRule,
   type RequestLogEntry,
-  startHttpServer,
+  startHttpServers,
 } from "../http-server.js";
 import { newFlyToken } from "./fly-auth.js";
 import { FlyFleet } from "./fly-fleet.js";
@@ -104,34 +104,23 @@ export async function startFlyEmulator(options: FlyEmulatorOptions = {}): Promis
   const log: RequestLogEntry[] = [];
   const context = { fleet, tokens, owner: "emulator@fly.local" };
   const servers: EmulatorHttpServer[] = [];
-  try {
-    servers.push(
-      await startHttpServer({
+  await startHttpServers(
+    { host, faults, log, errorBody: flyError },
+    [
+      {
         name: "fly machines",
-        host,
         port: options.port,
-        faults,
-        log,
-        errorBody: flyError,
         handler: (req, res, ctx) => serveFlyApi(context, req, res, ctx.url, ctx.setRoute),
-      }),
-    );
-    servers.push(
-      await startHttpServer({
+      },
+      {
         name: "fly proxy",
-        host,
         port: options.proxyPort ?? (options.port ? options.port + 1 : 0),
-        faults,
-        log,
-        errorBody: flyError,
         handler: (req, res, ctx) => serveFlyProxy(fleet, req, res, ctx.url, ctx.setRoute),
-      }),
-    );
-  } catch (error) {
-    await Promise.allSettled(servers.map((server) => server.close()));
-    await backend.close().catch(() => undefined);
-    throw error;
-  }
+      },
+    ],
+    servers,
+    () => backend.close(),
+  );
   const [api, proxy] = servers as [EmulatorHttpServer, EmulatorHttpServer];
   const first = tokens[0]!;
   const token = first.startsWith("fm") ? `FlyV1 ${first}` : first;

@@ -15,7 +15,7 @@ import {
   type FaultInjector,
   type FaultRule,
   type RequestLogEntry,
-  startHttpServer,
+  startHttpServers,
 } from "../http-server.js";
 import { createVercelAuth } from "./vercel-auth.js";
 import { VercelFleet } from "./vercel-fleet.js";
@@ -130,34 +130,23 @@ export async function startVercelEmulator(options: VercelEmulatorOptions = {}): 
     plan: options.plan ?? ("pro" as const),
     maxBodyBytes: options.maxBodyBytes ?? 256 * 1024 * 1024,
   };
-  try {
-    servers.push(
-      await startHttpServer({
+  await startHttpServers(
+    { host, faults, log, errorBody: vercelError },
+    [
+      {
         name: "vercel api",
-        host,
         port: options.port,
-        faults,
-        log,
-        errorBody: vercelError,
         handler: (req, res, ctx) => serveVercelApi(context, req, res, ctx.url, ctx.setRoute),
-      }),
-    );
-    servers.push(
-      await startHttpServer({
+      },
+      {
         name: "vercel routes",
-        host,
         port: options.routesPort ?? (options.port ? options.port + 1 : 0),
-        faults,
-        log,
-        errorBody: vercelError,
         handler: (req, res, ctx) => serveVercelRoute(fleet, req, res, ctx.url, ctx.setRoute),
-      }),
-    );
-  } catch (error) {
-    await Promise.allSettled(servers.map((server) => server.close()));
-    await backend.close().catch(() => undefined);
-    throw error;
-  }
+      },
+    ],
+    servers,
+    () => backend.close(),
+  );
   const [api, routes] = servers as [EmulatorHttpServer, EmulatorHttpServer];
   const url = `${api.url}/api`;
   let closing: Promise<void> | undefined;
