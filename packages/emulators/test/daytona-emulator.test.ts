@@ -151,3 +151,86 @@ describe("protocol", () => {
     await sandbox.delete();
   });
 });
+
+describe("preview proxy", () => {
+  /** Serves `body` as /index.txt on `port` inside the sandbox, and waits until it answers there. */
+  async function serve(sandbox: Awaited<ReturnType<Daytona["create"]>>, port: number, body: string) {
+    await sandbox.process.executeCommand(`mkdir -p /tmp/site && printf %s '${body}' > /tmp/site/index.txt`);
+    await sandbox.process.createSession("web");
+    await sandbox.process.executeSessionCommand("web", {
+      command: `python3 -m http.server ${port} --bind 0.0.0.0 --directory /tmp/site`,
+      runAsync: true,
+    });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const probe = await sandbox.process.executeCommand(
+        `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.txt').read().decode())"`,
+      );
+      if (probe.result.includes(body)) return;
+      if (Date.now() > deadline) throw new Error(`the server on ${port} never answered: ${probe.result}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  async function get(url: string, headers: Record<string, string> = {}) {
+    const response = await fetch(url, { headers, signal: AbortSignal.timeout(20_000) });
+    return { status: response.status, body: await response.text() };
+  }
+
+  test("a private sandbox's port answers with its token (header or query), a signed URL until it expires", {
+    timeout: 180_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    await serve(sandbox, port, "private-content");
+    const link = await sandbox.getPreviewLink(port);
+    expect(link.token).toMatch(/^[0-9a-f]{32}$/);
+    const file = `${link.url}/index.txt`;
+    expect(await get(file)).toMatchObject({ status: 401 });
+    expect(await get(file, { "X-Daytona-Preview-Token": "wrong" })).toMatchObject({ status: 401 });
+    expect(await get(file, { "X-Daytona-Preview-Token": link.token })).toEqual({
+      status: 200,
+      body: "private-content",
+    });
+    expect(await get(`${file}?DAYTONA_SANDBOX_AUTH_KEY=${link.token}`)).toEqual({
+      status: 200,
+      body: "private-content",
+    });
+    // Another port's token does not open this one.
+    const other = await sandbox.getPreviewLink(port + 1);
+    expect(await get(file, { "X-Daytona-Preview-Token": other.token })).toMatchObject({ status: 401 });
+
+    const signed = await sandbox.getSignedPreviewUrl(port, 60);
+    expect(signed.token).toMatch(/^[0-9a-z]{16}$/);
+    expect(signed.url).not.toContain(sandbox.id);
+    expect(await get(`${signed.url}/index.txt`)).toEqual({ status: 200, body: "private-content" });
+    // The signed token opens only its own port.
+    expect((await get(signed.url.replace(`/${port}`, `/${port + 1}`))).status).toBeGreaterThanOrEqual(400);
+    clock.advance(61_000);
+    const expired = await get(`${signed.url}/index.txt`);
+    expect(expired.status).toBeGreaterThanOrEqual(400);
+    expect(expired.body).not.toContain("private-content");
+    await expect(sandbox.getSignedPreviewUrl(port, 0)).rejects.toMatchObject({ statusCode: 400 });
+    await expect(sandbox.getSignedPreviewUrl(port, 86_401)).rejects.toMatchObject({ statusCode: 400 });
+
+    // Nothing answers on a port nobody listens on; a stopped sandbox's ports answer nothing.
+    const closed = await sandbox.getSignedPreviewUrl(port + 2, 60);
+    expect((await get(`${closed.url}/`)).status).toBe(502);
+    await sandbox.stop(300);
+    const stopped = await get(file, { "X-Daytona-Preview-Token": link.token });
+    expect(stopped.status).toBe(400);
+    expect(stopped.body).not.toContain("private-content");
+    await sandbox.delete();
+    await settled(sandbox.id, "destroyed");
+    expect((await get(file, { "X-Daytona-Preview-Token": link.token })).status).toBe(404);
+  });
+
+  test("a public sandbox's preview link needs no token", { timeout: 120_000 }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0, public: true }, { timeout: 300 });
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    await serve(sandbox, port, "public-content");
+    const link = await sandbox.getPreviewLink(port);
+    expect(await get(`${link.url}/index.txt`)).toEqual({ status: 200, body: "public-content" });
+    await sandbox.delete();
+  });
+});

@@ -6,6 +6,7 @@
  * `ToolboxProxyUrl`, `PortPreviewUrl` and `SignedPortPreviewUrl`; errors are Daytona's
  * `{ statusCode, message, error }`.
  */
+
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
@@ -15,6 +16,7 @@ import {
   type DaytonaFleet,
   type DaytonaSandboxRecord,
 } from "./daytona-fleet.js";
+import type { DaytonaSignedPreviews } from "./daytona-preview.js";
 
 /** What the routes need. */
 export interface DaytonaControlPlaneContext {
@@ -26,8 +28,10 @@ export interface DaytonaControlPlaneContext {
   readonly target: string;
   /** Base of the toolbox routes: the SDK calls `<toolboxProxyUrl>/<sandbox id>/...`. */
   readonly toolboxProxyUrl: string;
-  /** The preview URL of a sandbox port. */
+  /** The preview URL of a sandbox port (`id` a sandbox id, or a signed token). */
   previewUrl(id: string, port: number): string;
+  /** Signed preview tokens. */
+  readonly signed: DaytonaSignedPreviews;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -296,12 +300,9 @@ export async function serveDaytonaControlPlane(
       if (portMatch[2] === "preview-url") {
         return send({ sandboxId: record.id, url: context.previewUrl(record.id, port), token });
       }
-      return send({
-        sandboxId: record.id,
-        port,
-        token,
-        url: `${context.previewUrl(record.id, port)}?DAYTONA_SANDBOX_AUTH_KEY=${token}`,
-      });
+      // A signed URL is its own credential: a token of its own, in the place of the sandbox id.
+      const signed = context.signed.mint(record.id, port, url.searchParams.get("expiresInSeconds"));
+      return send({ sandboxId: record.id, port, token: signed, url: context.previewUrl(signed, port) });
     }
     req.resume();
     route(rest);

@@ -20,6 +20,7 @@ import {
   serveDaytonaControlPlane,
 } from "./daytona-control-plane.js";
 import { DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
+import { DaytonaSignedPreviews, serveDaytonaPreview } from "./daytona-preview.js";
 import { DaytonaSessions, serveDaytonaToolbox } from "./daytona-toolbox.js";
 
 /** The image the docker backend runs Daytona sandboxes from. */
@@ -84,6 +85,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   });
   const fleet = new DaytonaFleet({ backend, clock, snapshots: options.snapshots ?? ["daytonaio/sandbox"] });
   const sessions = new DaytonaSessions();
+  const signed = new DaytonaSignedPreviews(clock);
   const faults = createFaultInjector(options.faults);
   const log: RequestLogEntry[] = [];
   let base = "";
@@ -96,6 +98,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       return `${base}/toolbox`;
     },
     previewUrl: (id, port) => `${base}/preview/${id}/${port}`,
+    signed,
   };
   let server: Awaited<ReturnType<typeof startHttpServer>>;
   try {
@@ -112,7 +115,9 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       handler: (req, res, ctx) =>
         ctx.url.pathname.startsWith("/toolbox/")
           ? serveDaytonaToolbox({ fleet, sessions, apiKey }, req, res, ctx.url, ctx.setRoute)
-          : serveDaytonaControlPlane(control, req, res, ctx.url, ctx.setRoute),
+          : ctx.url.pathname.startsWith("/preview/")
+            ? serveDaytonaPreview({ fleet, signed }, req, res, ctx.url)
+            : serveDaytonaControlPlane(control, req, res, ctx.url, ctx.setRoute),
     });
   } catch (error) {
     await backend.close().catch(() => undefined);
