@@ -86,6 +86,75 @@ describe("destroy", () => {
   });
 });
 
+describe("archive", () => {
+  test("a sandbox archived through Daytona's API reads as stopped and resume() starts it with its files", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    try {
+      await sandbox.files.write("/tmp/kept.txt", "kept across archive");
+      await sandbox.stop();
+      await sandbox.raw().archive();
+      expect(emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""))?.state).toBe("archived");
+      expect((await sandbox.getInfo()).state).toBe("stopped");
+      await sandbox.resume();
+      expect((await sandbox.getInfo()).state).toBe("running");
+      expect(await sandbox.files.readText("/tmp/kept.txt")).toBe("kept across archive");
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+});
+
+describe("ports", () => {
+  test("a private port answers with its token in X-Daytona-Preview-Token; a public one is a 24 h signed URL", {
+    timeout: 120_000,
+  }, async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    try {
+      const port = 20_000 + Math.floor(Math.random() * 10_000);
+      await sandbox.files.write("/tmp/site/index.txt", "served");
+      const server = await sandbox.commands.spawn([
+        "python3",
+        "-m",
+        "http.server",
+        String(port),
+        "--bind",
+        "0.0.0.0",
+        "--directory",
+        "/tmp/site",
+      ]);
+      const ports = sandbox.ports!;
+      const open = await ports.expose(port);
+      expect(open.token).toBeUndefined();
+      const signedRequest = emulator.log
+        .filter((e) => e.url.includes(`/ports/${port}/signed-preview-url`))
+        .at(-1);
+      expect(new URL(signedRequest!.url, "http://x").searchParams.get("expiresInSeconds")).toBe("86400");
+      const closed = await ports.expose(port, { private: true });
+      expect(closed.token).toMatch(/.+/);
+      const deadline = Date.now() + 30_000;
+      let last = "";
+      while (Date.now() < deadline) {
+        const answer = await fetch(`${closed.url}/index.txt`, {
+          headers: { "X-Daytona-Preview-Token": closed.token! },
+        });
+        last = `${answer.status} ${await answer.text()}`;
+        if (last === "200 served") break;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      expect(last).toBe("200 served");
+      expect((await fetch(`${open.url}/index.txt`)).status).toBe(200);
+      expect((await fetch(`${closed.url}/index.txt`)).status).toBe(401);
+      await expect(ports.expose(0)).rejects.toMatchObject({ code: "Validation" });
+      await expect(ports.expose(70_000)).rejects.toMatchObject({ code: "Validation" });
+      await server.kill();
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+});
+
 describe("interrupted create", () => {
   test("a create whose answer is lost after the sandbox exists leaves nothing once reap() ran", async () => {
     const before = new Set(emulator.sandboxIds());
