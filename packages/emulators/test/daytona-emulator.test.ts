@@ -234,3 +234,50 @@ describe("preview proxy", () => {
     await sandbox.delete();
   });
 });
+
+describe("images", () => {
+  test("create({ image, resources }) builds FROM the image and is started, sized as asked", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create(
+      { image: "debian:bookworm", resources: { cpu: 2, memory: 4, disk: 8 }, autoStopInterval: 0 },
+      { timeout: 300 },
+    );
+    expect(sandbox.state).toBe("started");
+    expect(sandbox).toMatchObject({ cpu: 2, memory: 4, disk: 8 });
+    const record = emulator.sandboxRecord(sandbox.id);
+    expect(record?.createRequest).toMatchObject({
+      buildInfo: { dockerfileContent: "FROM debian:bookworm\n" },
+    });
+    expect(record?.buildInfo?.dockerfileContent).toBe("FROM debian:bookworm\n");
+    expect((await sandbox.process.executeCommand("echo built")).result.trim()).toBe("built");
+    await sandbox.delete();
+  });
+
+  test("an image the emulator does not know ends build_failed; Daytona's own refusals are 400", async () => {
+    await expect(daytona.create({ image: "no-such/image:latest" }, { timeout: 300 })).rejects.toThrow(
+      /build_failed/,
+    );
+    const failed = emulator
+      .sandboxIds()
+      .map((id) => emulator.sandboxRecord(id))
+      .find((record) => record?.buildInfo?.dockerfileContent === "FROM no-such/image:latest\n");
+    expect(failed).toMatchObject({ state: "build_failed" });
+    expect(failed?.errorReason).toMatch(/no-such\/image/);
+    // Resources come with an image only: a snapshot's sandbox is sized by the snapshot.
+    await expect(
+      daytona.create({ snapshot: "daytonaio/sandbox", resources: { cpu: 2 } } as never),
+    ).rejects.toMatchObject({ statusCode: 400 });
+    const api = (daytona as unknown as { sandboxApi: { createSandbox(body: unknown): Promise<unknown> } })
+      .sandboxApi;
+    await expect(
+      api.createSandbox({
+        snapshot: "daytonaio/sandbox",
+        buildInfo: { dockerfileContent: "FROM debian:bookworm\n" },
+      }),
+    ).rejects.toMatchObject({ statusCode: 400 });
+    await expect(
+      api.createSandbox({ buildInfo: { dockerfileContent: "FROM debian:bookworm\nRUN rm -rf /\n" } }),
+    ).rejects.toMatchObject({ statusCode: 400 });
+  });
+});

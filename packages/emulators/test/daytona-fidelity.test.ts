@@ -129,6 +129,13 @@ async function runScenario(apiUrl: string): Promise<void> {
     },
     { timeout: 600 },
   );
+  // From an image, with resources: the SDK sends `buildInfo` (FROM <image>) and the sizes.
+  const built = await daytona.create(
+    { image: "debian:bookworm", resources: { cpu: 2, memory: 2, disk: 4 }, labels: { suite: "fidelity" } },
+    { timeout: 600 },
+  );
+  await daytona.get(built.id);
+  await built.delete();
   await daytona.get(sandbox.id);
   await daytona.get("fidelity-1");
   for await (const listed of daytona.list({ labels: { suite: "fidelity" }, limit: 10 })) void listed;

@@ -26,6 +26,9 @@ import { DaytonaSessions, serveDaytonaToolbox } from "./daytona-toolbox.js";
 /** The image the docker backend runs Daytona sandboxes from. */
 export const DAYTONA_DOCKER_DEFAULT_IMAGE = "sbox-debian:bookworm";
 
+/** Images a create from an image may name by default (Debian, like the backends' environments). */
+export const DAYTONA_DEFAULT_IMAGES: readonly string[] = ["debian:bookworm", "debian:bookworm-slim"];
+
 /** How long the emulator keeps an idle connection open. */
 const DAYTONA_KEEP_ALIVE_MS = 65_000;
 
@@ -48,6 +51,12 @@ export interface DaytonaEmulatorOptions {
   target?: string | undefined;
   /** Snapshot names a create may name (default `["daytonaio/sandbox"]`); others fail with 400. */
   snapshots?: readonly string[] | undefined;
+  /**
+   * Images a create from an image (`FROM <image>`) may name (default {@link DAYTONA_DEFAULT_IMAGES}); a
+   * build from another one ends `build_failed`. Nothing is built: a known image boots the backend's
+   * environment, as a snapshot does.
+   */
+  images?: readonly string[] | undefined;
   clock?: EmulatorClock | undefined;
   faults?: readonly FaultRule[] | undefined;
 }
@@ -83,7 +92,12 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     vendor: "daytona",
     docker: { image: DAYTONA_DOCKER_DEFAULT_IMAGE },
   });
-  const fleet = new DaytonaFleet({ backend, clock, snapshots: options.snapshots ?? ["daytonaio/sandbox"] });
+  const fleet = new DaytonaFleet({
+    backend,
+    clock,
+    snapshots: options.snapshots ?? ["daytonaio/sandbox"],
+    images: options.images ?? DAYTONA_DEFAULT_IMAGES,
+  });
   const sessions = new DaytonaSessions();
   const signed = new DaytonaSignedPreviews(clock);
   const faults = createFaultInjector(options.faults);
