@@ -54,14 +54,15 @@ export const daytonaFlags: CapabilityFlags = {
   snapshotFilesystemOnly: true,
 };
 
-/** Spec fields a Daytona sandbox honours at create. */
-export const daytonaHonours: readonly SpecField[] = [
-  "template",
-  "name",
-  "env",
-  "metadata",
-  "ttlMs",
-  "resources.vcpus",
-  "resources.memoryMB",
-  "resources.diskMB",
-];
+/** Spec fields a Daytona sandbox honours at create, from a snapshot. */
+export const daytonaHonours: readonly SpecField[] = ["template", "name", "env", "metadata", "ttlMs"];
+
+/**
+ * Spec fields honoured by a provider made with these options: from an image (`image` option) resources
+ * too; from a snapshot not, since Daytona sizes that sandbox by its snapshot and refuses resources (400).
+ */
+export function daytonaHonoursFor(options: { readonly image: string | undefined }): readonly SpecField[] {
+  return options.image === undefined
+    ? daytonaHonours
+    : [...daytonaHonours, "resources.vcpus", "resources.memoryMB", "resources.diskMB"];
+}

@@ -3,7 +3,7 @@ import {
   type DaytonaCapabilities,
   daytonaCapabilities,
   daytonaFlags,
-  daytonaHonours,
+  daytonaHonoursFor,
 } from "./daytona-capabilities.js";
 import { mapDaytonaError } from "./daytona-errors.js";
 import { daytonaExec } from "./daytona-exec.js";
@@ -39,7 +39,7 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     name: DAYTONA_PROVIDER_NAME,
     capabilities: daytonaCapabilities,
     flags: daytonaFlags,
-    honours: daytonaHonours,
+    honours: daytonaHonoursFor(resolved),
     secrets: () => [resolved.apiKey, ...previewTokens],
     mapError: mapDaytonaError,
     doCreate: (spec, { signal }) => lifecycle.create(spec, signal),

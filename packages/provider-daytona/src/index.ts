@@ -1,7 +1,12 @@
 /** `@sbox/provider-daytona`: sbox sandboxes on Daytona, through the official `@daytonaio/sdk`. */
 
 export type { DaytonaCapabilities } from "./daytona-capabilities.js";
-export { daytonaCapabilities, daytonaFlags, daytonaHonours } from "./daytona-capabilities.js";
+export {
+  daytonaCapabilities,
+  daytonaFlags,
+  daytonaHonours,
+  daytonaHonoursFor,
+} from "./daytona-capabilities.js";
 export type { DaytonaHandle } from "./daytona-lifecycle.js";
 export {
   DAYTONA_CREATE_TOKEN_LABEL,

@@ -7,7 +7,7 @@
 import { createSandboxClient } from "@sbox/core";
 import { startDaytonaEmulator } from "@sbox/emulators/daytona";
 import { afterAll, describe, expect, test } from "vitest";
-import { daytona, intervalsFor } from "../src/index.js";
+import { type DaytonaSandboxNative, daytona, intervalsFor } from "../src/index.js";
 import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./daytona-test-env.js";
 
 const emulator = await startDaytonaEmulator(testEmulatorOptions());
@@ -86,6 +86,51 @@ describe("destroy", () => {
   });
 });
 
+describe("image", () => {
+  test("with the image option a sandbox is built FROM the image (spec.template names one) and sized as asked", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator, { image: "debian:bookworm" }) });
+    const sandbox = await client.create({ resources: { vcpus: 2, memoryMB: 1536, diskMB: 4096 } });
+    try {
+      const record = emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""));
+      expect(record?.createRequest).toMatchObject({
+        buildInfo: { dockerfileContent: "FROM debian:bookworm\n" },
+        cpu: 2,
+        memory: 2,
+        disk: 4,
+      });
+      expect(record?.createRequest).not.toHaveProperty("snapshot");
+      expect(record).toMatchObject({ state: "started", cpu: 2, memory: 2, disk: 4 });
+      expect((await sandbox.commands.run("echo built")).stdout).toBe("built\n");
+    } finally {
+      await sandbox.destroy();
+    }
+    const other = await client.create({ template: "debian:bookworm-slim" });
+    try {
+      expect(emulator.sandboxRecord(other.id.replace(/^daytona:/, ""))?.createRequest).toMatchObject({
+        buildInfo: { dockerfileContent: "FROM debian:bookworm-slim\n" },
+      });
+    } finally {
+      await other.destroy();
+    }
+  });
+
+  test("an image that fails to build is an error and leaves no sandbox; resources need the image option", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator, { image: "debian:bookworm" }) });
+    const before = live().length;
+    const failure = await client.create({ template: "no-such/image:1" }).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ name: "SandboxError" });
+    expect(String((failure as Error).message)).toMatch(/build_failed/);
+    expect(live().length).toBe(before);
+    const requests = emulator.log.length;
+    const bySnapshot = createSandboxClient({ provider: testProvider(emulator) });
+    await expect(bySnapshot.create({ resources: { vcpus: 2 } })).rejects.toMatchObject({
+      code: "Validation",
+    });
+    expect(emulator.log.slice(requests).filter((e) => e.method === "POST")).toEqual([]);
+    expect(() => daytona({ apiKey: TEST_API_KEY, image: "a", snapshot: "b" })).toThrow(/snapshot or image/);
+  });
+});
+
 describe("archive", () => {
   test("a sandbox archived through Daytona's API reads as stopped and resume() starts it with its files", async () => {
     const client = createSandboxClient({ provider: testProvider(emulator) });
@@ -93,7 +138,7 @@ describe("archive", () => {
     try {
       await sandbox.files.write("/tmp/kept.txt", "kept across archive");
       await sandbox.stop();
-      await sandbox.raw().archive();
+      await (sandbox.raw() as DaytonaSandboxNative).archive();
       expect(emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""))?.state).toBe("archived");
       expect((await sandbox.getInfo()).state).toBe("stopped");
       await sandbox.resume();
