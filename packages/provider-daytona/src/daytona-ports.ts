@@ -8,7 +8,7 @@ import { bounded } from "./daytona-sdk.js";
 export const DAYTONA_SIGNED_PREVIEW_SECONDS: number = 24 * 60 * 60;
 
 /** The header a private preview URL wants its token in (Daytona's proxy also reads it from a cookie). */
-export const DAYTONA_PREVIEW_TOKEN_HEADER = "X-Daytona-Preview-Token";
+export const DAYTONA_PREVIEW_TOKEN_HEADER: string = "X-Daytona-Preview-Token";
 
 function checkPort(port: number): void {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {

@@ -17,6 +17,7 @@ export {
 } from "./daytona-names.js";
 export type { DaytonaProviderOptions } from "./daytona-options.js";
 export { DAYTONA_API_KEY_ENV } from "./daytona-options.js";
+export { DAYTONA_PREVIEW_TOKEN_HEADER, DAYTONA_SIGNED_PREVIEW_SECONDS } from "./daytona-ports.js";
 export type { DaytonaProvider, DaytonaSandboxNative } from "./daytona-provider.js";
 export { daytona } from "./daytona-provider.js";
 export { sandboxStateOf } from "./daytona-states.js";
