@@ -152,6 +152,60 @@ describe("protocol", () => {
   });
 });
 
+describe("session logs", () => {
+  test("getSessionCommandLogs with callbacks follows a command's stdout and stderr live, then ends", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    await sandbox.process.createSession("follow");
+    const { cmdId } = await sandbox.process.executeSessionCommand("follow", {
+      command: "echo early; echo oops >&2; sleep 1; printf 'late \\342\\202\\254\\n'; exit 4",
+      runAsync: true,
+    });
+    const seen: { stream: string; text: string; at: number }[] = [];
+    const began = Date.now();
+    await sandbox.process.getSessionCommandLogs(
+      "follow",
+      cmdId,
+      (text) => seen.push({ stream: "stdout", text, at: Date.now() - began }),
+      (text) => seen.push({ stream: "stderr", text, at: Date.now() - began }),
+    );
+    const out = seen
+      .filter((s) => s.stream === "stdout")
+      .map((s) => s.text)
+      .join("");
+    const err = seen
+      .filter((s) => s.stream === "stderr")
+      .map((s) => s.text)
+      .join("");
+    expect(out).toBe("early\nlate \u20ac\n");
+    expect(err).toBe("oops\n");
+    // "early" came before the command ended: the stream is live, not a replay at the end.
+    const early = seen.find((s) => s.text.includes("early"))!;
+    const late = seen.find((s) => s.text.includes("late"))!;
+    expect(late.at - early.at).toBeGreaterThan(500);
+    expect((await sandbox.process.getSessionCommand("follow", cmdId)).exitCode).toBe(4);
+    // Following a command that already ended replays its output and ends at once.
+    const again: string[] = [];
+    await sandbox.process.getSessionCommandLogs(
+      "follow",
+      cmdId,
+      (t) => again.push(t),
+      (t) => again.push(t),
+    );
+    expect(again.join("")).toContain("late");
+    await expect(
+      sandbox.process.getSessionCommandLogs(
+        "follow",
+        "no-such-command",
+        () => {},
+        () => {},
+      ),
+    ).rejects.toBeTruthy();
+    await sandbox.delete();
+  });
+});
+
 describe("preview proxy", () => {
   /** Serves `body` as /index.txt on `port` inside the sandbox, and waits until it answers there. */
   async function serve(sandbox: Awaited<ReturnType<Daytona["create"]>>, port: number, body: string) {

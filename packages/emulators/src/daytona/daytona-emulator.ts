@@ -12,6 +12,7 @@ import {
   type FaultInjector,
   type FaultRule,
   type RequestLogEntry,
+  rawAnswer,
   startHttpServer,
 } from "../http-server.js";
 import {
@@ -21,6 +22,7 @@ import {
 } from "./daytona-control-plane.js";
 import { DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
 import { DaytonaSignedPreviews, serveDaytonaPreview } from "./daytona-preview.js";
+import { daytonaLogStreams } from "./daytona-session-logs.js";
 import { DaytonaSessions, serveDaytonaToolbox } from "./daytona-toolbox.js";
 
 /** The image the docker backend runs Daytona sandboxes from. */
@@ -100,6 +102,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   });
   const sessions = new DaytonaSessions();
   const signed = new DaytonaSignedPreviews(clock);
+  const logStreams = daytonaLogStreams({ fleet, sessions, apiKey });
   const faults = createFaultInjector(options.faults);
   const log: RequestLogEntry[] = [];
   let base = "";
@@ -126,6 +129,9 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       // Daytona's edge keeps idle connections longer than Node's client agent (5 s), so the client closes
       // first; equal timeouts would race and reset requests sent on a connection as it closes.
       keepAliveTimeoutMs: DAYTONA_KEEP_ALIVE_MS,
+      onUpgrade: (req, socket, head) => {
+        if (!logStreams(req, socket, head)) rawAnswer(socket, 404, {}, daytonaErrorBody(404, "Not Found"));
+      },
       handler: (req, res, ctx) =>
         ctx.url.pathname.startsWith("/toolbox/")
           ? serveDaytonaToolbox({ fleet, sessions, apiKey }, req, res, ctx.url, ctx.setRoute)

@@ -19,7 +19,8 @@ import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from ".
 /** The toolbox daemon version the emulator reports. */
 export const DAYTONA_TOOLBOX_VERSION = "0.218.0";
 
-interface SessionCommand {
+/** One command of a session. */
+export interface SessionCommand {
   readonly id: string;
   readonly command: string;
   exitCode: number | undefined;
@@ -28,9 +29,12 @@ interface SessionCommand {
   /** stdout and stderr as they interleaved. */
   output: string;
   done: Promise<void>;
+  /** Who follows the command's output as it comes (the logs WebSocket). */
+  readonly followers: Set<(stream: "stdout" | "stderr", chunk: string) => void>;
 }
 
-interface Session {
+/** A session: its commands, in order. */
+export interface Session {
   readonly id: string;
   readonly commands: SessionCommand[];
 }
@@ -82,10 +86,12 @@ function runCommand(sandbox: Sandbox<AnyCapabilities>, command: SessionCommand):
     onStdout: (chunk) => {
       command.stdout += chunk;
       command.output += chunk;
+      for (const follow of command.followers) follow("stdout", chunk);
     },
     onStderr: (chunk) => {
       command.stderr += chunk;
       command.output += chunk;
+      for (const follow of command.followers) follow("stderr", chunk);
     },
   });
   command.done = Promise.resolve(handle).then(
@@ -233,6 +239,7 @@ export async function serveDaytonaToolbox(
           stderr: "",
           output: "",
           done: Promise.resolve(),
+          followers: new Set(),
         };
         session.commands.push(command);
         runCommand(sandbox, command);
