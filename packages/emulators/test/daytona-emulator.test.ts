@@ -206,6 +206,25 @@ describe("session logs", () => {
   });
 });
 
+describe("session delete", () => {
+  test("deleting a session ends its running commands, as Daytona's daemon does", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    const marker = `/tmp/session-delete-${Date.now()}`;
+    await sandbox.process.createSession("doomed");
+    await sandbox.process.executeSessionCommand("doomed", {
+      command: `sleep 2; touch ${marker}`,
+      runAsync: true,
+    });
+    await sandbox.process.deleteSession("doomed");
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const check = await sandbox.process.executeCommand(`test -e ${marker} && echo ran || echo killed`);
+    expect(check.result.trim()).toBe("killed");
+    await sandbox.delete();
+  });
+});
+
 describe("preview proxy", () => {
   /** Serves `body` as /index.txt on `port` inside the sandbox, and waits until it answers there. */
   async function serve(sandbox: Awaited<ReturnType<Daytona["create"]>>, port: number, body: string) {

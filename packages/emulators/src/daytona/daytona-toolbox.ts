@@ -29,6 +29,8 @@ export interface SessionCommand {
   /** stdout and stderr as they interleaved. */
   output: string;
   done: Promise<void>;
+  /** Ends the command and its process tree (SIGTERM, then SIGKILL after a grace period). */
+  kill: () => Promise<void>;
   /** Who follows the command's output as it comes (the logs WebSocket). */
   readonly followers: Set<(stream: "stdout" | "stderr", chunk: string) => void>;
 }
@@ -94,6 +96,7 @@ function runCommand(sandbox: Sandbox<AnyCapabilities>, command: SessionCommand):
       for (const follow of command.followers) follow("stderr", chunk);
     },
   });
+  command.kill = () => handle.kill().catch(() => undefined);
   command.done = Promise.resolve(handle).then(
     (result: ExecResult) => {
       command.exitCode = result.exitCode;
@@ -223,7 +226,10 @@ export async function serveDaytonaToolbox(
         return send({ sessionId: session.id, commands: session.commands.map(commandDto) });
       }
       if (name === "" && method === "DELETE") {
+        // As Daytona's daemon does (session/delete.go): the session's processes get SIGTERM, then SIGKILL
+        // after a grace period, before the answer.
         sessions.delete(session.id);
+        await Promise.all(session.commands.filter((c) => c.exitCode === undefined).map((c) => c.kill()));
         res.writeHead(204).end();
         return;
       }
@@ -239,6 +245,7 @@ export async function serveDaytonaToolbox(
           stderr: "",
           output: "",
           done: Promise.resolve(),
+          kill: () => Promise.resolve(),
           followers: new Set(),
         };
         session.commands.push(command);
