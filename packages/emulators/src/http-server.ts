@@ -231,7 +231,12 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 }
 
 /** A raw HTTP/1.1 answer on an upgrade's socket (no ServerResponse exists for an upgrade). */
-function rawAnswer(socket: Socket, status: number, headers: Readonly<Record<string, string>>, body: unknown) {
+export function rawAnswer(
+  socket: Socket,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  body: unknown,
+): void {
   const text = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
   const all: Record<string, string> = {
     "Content-Type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/json",

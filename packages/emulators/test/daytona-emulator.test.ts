@@ -151,3 +151,206 @@ describe("protocol", () => {
     await sandbox.delete();
   });
 });
+
+describe("session logs", () => {
+  test("getSessionCommandLogs with callbacks follows a command's stdout and stderr live, then ends", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    await sandbox.process.createSession("follow");
+    const { cmdId } = await sandbox.process.executeSessionCommand("follow", {
+      command: "echo early; echo oops >&2; sleep 1; printf 'late \\342\\202\\254\\n'; exit 4",
+      runAsync: true,
+    });
+    const seen: { stream: string; text: string; at: number }[] = [];
+    const began = Date.now();
+    await sandbox.process.getSessionCommandLogs(
+      "follow",
+      cmdId,
+      (text) => seen.push({ stream: "stdout", text, at: Date.now() - began }),
+      (text) => seen.push({ stream: "stderr", text, at: Date.now() - began }),
+    );
+    const out = seen
+      .filter((s) => s.stream === "stdout")
+      .map((s) => s.text)
+      .join("");
+    const err = seen
+      .filter((s) => s.stream === "stderr")
+      .map((s) => s.text)
+      .join("");
+    expect(out).toBe("early\nlate \u20ac\n");
+    expect(err).toBe("oops\n");
+    // "early" came before the command ended: the stream is live, not a replay at the end.
+    const early = seen.find((s) => s.text.includes("early"))!;
+    const late = seen.find((s) => s.text.includes("late"))!;
+    expect(late.at - early.at).toBeGreaterThan(500);
+    expect((await sandbox.process.getSessionCommand("follow", cmdId)).exitCode).toBe(4);
+    // Following a command that already ended replays its output and ends at once.
+    const again: string[] = [];
+    await sandbox.process.getSessionCommandLogs(
+      "follow",
+      cmdId,
+      (t) => again.push(t),
+      (t) => again.push(t),
+    );
+    expect(again.join("")).toContain("late");
+    await expect(
+      sandbox.process.getSessionCommandLogs(
+        "follow",
+        "no-such-command",
+        () => {},
+        () => {},
+      ),
+    ).rejects.toBeTruthy();
+    await sandbox.delete();
+  });
+});
+
+describe("session delete", () => {
+  test("deleting a session ends its running commands, as Daytona's daemon does", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    const marker = `/tmp/session-delete-${Date.now()}`;
+    await sandbox.process.createSession("doomed");
+    await sandbox.process.executeSessionCommand("doomed", {
+      command: `sleep 2; touch ${marker}`,
+      runAsync: true,
+    });
+    await sandbox.process.deleteSession("doomed");
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const check = await sandbox.process.executeCommand(`test -e ${marker} && echo ran || echo killed`);
+    expect(check.result.trim()).toBe("killed");
+    await sandbox.delete();
+  });
+});
+
+describe("preview proxy", () => {
+  /** Serves `body` as /index.txt on `port` inside the sandbox, and waits until it answers there. */
+  async function serve(sandbox: Awaited<ReturnType<Daytona["create"]>>, port: number, body: string) {
+    await sandbox.process.executeCommand(`mkdir -p /tmp/site && printf %s '${body}' > /tmp/site/index.txt`);
+    await sandbox.process.createSession("web");
+    await sandbox.process.executeSessionCommand("web", {
+      command: `python3 -m http.server ${port} --bind 0.0.0.0 --directory /tmp/site`,
+      runAsync: true,
+    });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const probe = await sandbox.process.executeCommand(
+        `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.txt').read().decode())"`,
+      );
+      if (probe.result.includes(body)) return;
+      if (Date.now() > deadline) throw new Error(`the server on ${port} never answered: ${probe.result}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  async function get(url: string, headers: Record<string, string> = {}) {
+    const response = await fetch(url, { headers, signal: AbortSignal.timeout(20_000) });
+    return { status: response.status, body: await response.text() };
+  }
+
+  test("a private sandbox's port answers with its token (header or query), a signed URL until it expires", {
+    timeout: 180_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    await serve(sandbox, port, "private-content");
+    const link = await sandbox.getPreviewLink(port);
+    expect(link.token).toMatch(/^[0-9a-f]{32}$/);
+    const file = `${link.url}/index.txt`;
+    expect(await get(file)).toMatchObject({ status: 401 });
+    expect(await get(file, { "X-Daytona-Preview-Token": "wrong" })).toMatchObject({ status: 401 });
+    expect(await get(file, { "X-Daytona-Preview-Token": link.token })).toEqual({
+      status: 200,
+      body: "private-content",
+    });
+    expect(await get(`${file}?DAYTONA_SANDBOX_AUTH_KEY=${link.token}`)).toEqual({
+      status: 200,
+      body: "private-content",
+    });
+    // Another port's token does not open this one.
+    const other = await sandbox.getPreviewLink(port + 1);
+    expect(await get(file, { "X-Daytona-Preview-Token": other.token })).toMatchObject({ status: 401 });
+
+    const signed = await sandbox.getSignedPreviewUrl(port, 60);
+    expect(signed.token).toMatch(/^[0-9a-z]{16}$/);
+    expect(signed.url).not.toContain(sandbox.id);
+    expect(await get(`${signed.url}/index.txt`)).toEqual({ status: 200, body: "private-content" });
+    // The signed token opens only its own port.
+    expect((await get(signed.url.replace(`/${port}`, `/${port + 1}`))).status).toBeGreaterThanOrEqual(400);
+    clock.advance(61_000);
+    const expired = await get(`${signed.url}/index.txt`);
+    expect(expired.status).toBeGreaterThanOrEqual(400);
+    expect(expired.body).not.toContain("private-content");
+    await expect(sandbox.getSignedPreviewUrl(port, 0)).rejects.toMatchObject({ statusCode: 400 });
+    await expect(sandbox.getSignedPreviewUrl(port, 86_401)).rejects.toMatchObject({ statusCode: 400 });
+
+    // Nothing answers on a port nobody listens on; a stopped sandbox's ports answer nothing.
+    const closed = await sandbox.getSignedPreviewUrl(port + 2, 60);
+    expect((await get(`${closed.url}/`)).status).toBe(502);
+    await sandbox.stop(300);
+    const stopped = await get(file, { "X-Daytona-Preview-Token": link.token });
+    expect(stopped.status).toBe(400);
+    expect(stopped.body).not.toContain("private-content");
+    await sandbox.delete();
+    await settled(sandbox.id, "destroyed");
+    expect((await get(file, { "X-Daytona-Preview-Token": link.token })).status).toBe(404);
+  });
+
+  test("a public sandbox's preview link needs no token", { timeout: 120_000 }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0, public: true }, { timeout: 300 });
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    await serve(sandbox, port, "public-content");
+    const link = await sandbox.getPreviewLink(port);
+    expect(await get(`${link.url}/index.txt`)).toEqual({ status: 200, body: "public-content" });
+    await sandbox.delete();
+  });
+});
+
+describe("images", () => {
+  test("create({ image, resources }) builds FROM the image and is started, sized as asked", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create(
+      { image: "debian:bookworm", resources: { cpu: 2, memory: 4, disk: 8 }, autoStopInterval: 0 },
+      { timeout: 300 },
+    );
+    expect(sandbox.state).toBe("started");
+    expect(sandbox).toMatchObject({ cpu: 2, memory: 4, disk: 8 });
+    const record = emulator.sandboxRecord(sandbox.id);
+    expect(record?.createRequest).toMatchObject({
+      buildInfo: { dockerfileContent: "FROM debian:bookworm\n" },
+    });
+    expect(record?.buildInfo?.dockerfileContent).toBe("FROM debian:bookworm\n");
+    expect((await sandbox.process.executeCommand("echo built")).result.trim()).toBe("built");
+    await sandbox.delete();
+  });
+
+  test("an image the emulator does not know ends build_failed; Daytona's own refusals are 400", async () => {
+    await expect(daytona.create({ image: "no-such/image:latest" }, { timeout: 300 })).rejects.toThrow(
+      /build_failed/,
+    );
+    const failed = emulator
+      .sandboxIds()
+      .map((id) => emulator.sandboxRecord(id))
+      .find((record) => record?.buildInfo?.dockerfileContent === "FROM no-such/image:latest\n");
+    expect(failed).toMatchObject({ state: "build_failed" });
+    expect(failed?.errorReason).toMatch(/no-such\/image/);
+    // Resources come with an image only: a snapshot's sandbox is sized by the snapshot.
+    await expect(
+      daytona.create({ snapshot: "daytonaio/sandbox", resources: { cpu: 2 } } as never),
+    ).rejects.toMatchObject({ statusCode: 400 });
+    const api = (daytona as unknown as { sandboxApi: { createSandbox(body: unknown): Promise<unknown> } })
+      .sandboxApi;
+    await expect(
+      api.createSandbox({
+        snapshot: "daytonaio/sandbox",
+        buildInfo: { dockerfileContent: "FROM debian:bookworm\n" },
+      }),
+    ).rejects.toMatchObject({ statusCode: 400 });
+    await expect(
+      api.createSandbox({ buildInfo: { dockerfileContent: "FROM debian:bookworm\nRUN rm -rf /\n" } }),
+    ).rejects.toMatchObject({ statusCode: 400 });
+  });
+});

@@ -4,7 +4,9 @@ import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
  * What this provider offers, as proven against the Daytona emulator of `@sbox/emulators`. Lifecycle (list
  * by labels, stop and start) is native; commands go through Daytona's sessions, whose synchronous exec
  * answers stdout, stderr and the exit code, so streaming, background processes, kill, stdin, files, watch
- * and metrics are `emulated` by the core over that exec (E1-E8). The rest is not offered by this provider.
+ * and metrics are `emulated` by the core over that exec (E1-E8). Ports are Daytona's preview links (per-port
+ * subdomains of its proxy): signed URLs, or token-guarded links for private ports. The rest is not offered
+ * by this provider.
  */
 export const daytonaCapabilities = {
   list: "native",
@@ -20,8 +22,8 @@ export const daytonaCapabilities = {
   filesUpload: "emulated",
   codeInterpreter: "unsupported",
   statefulKernel: "unsupported",
-  exposePort: "unsupported",
-  privatePreview: "unsupported",
+  exposePort: "native",
+  privatePreview: "native",
   egressControl: "unsupported",
   ssh: "unsupported",
   proxiedFetch: "unsupported",
@@ -47,19 +49,20 @@ export const daytonaFlags: CapabilityFlags = {
   exitCodeNative: true,
   preservesDiskOnStop: true,
   preservesMemoryOnPause: false,
-  previewModel: "none",
+  previewModel: "subdomain",
   nativeExpiry: false,
   snapshotFilesystemOnly: true,
 };
 
-/** Spec fields a Daytona sandbox honours at create. */
-export const daytonaHonours: readonly SpecField[] = [
-  "template",
-  "name",
-  "env",
-  "metadata",
-  "ttlMs",
-  "resources.vcpus",
-  "resources.memoryMB",
-  "resources.diskMB",
-];
+/** Spec fields a Daytona sandbox honours at create, from a snapshot. */
+export const daytonaHonours: readonly SpecField[] = ["template", "name", "env", "metadata", "ttlMs"];
+
+/**
+ * Spec fields honoured by a provider made with these options: from an image (`image` option) resources
+ * too; from a snapshot not, since Daytona sizes that sandbox by its snapshot and refuses resources (400).
+ */
+export function daytonaHonoursFor(options: { readonly image: string | undefined }): readonly SpecField[] {
+  return options.image === undefined
+    ? daytonaHonours
+    : [...daytonaHonours, "resources.vcpus", "resources.memoryMB", "resources.diskMB"];
+}

@@ -21,6 +21,9 @@ import { bounded, type DaytonaSdkSandbox, daytonaClient } from "./daytona-sdk.js
 import { sandboxStateOf } from "./daytona-states.js";
 import { intervalsFor } from "./daytona-ttl.js";
 
+/** What the SDK's `create` takes for a sandbox built from an image, with its sizes. */
+type CreateFromImage = import("@daytonaio/sdk").CreateSandboxFromImageParams;
+
 /** A sandbox as the driver holds it: the SDK's `Sandbox`. */
 export type DaytonaHandle = DriverSandboxV1<DaytonaSdkSandbox>;
 
@@ -128,26 +131,33 @@ export function daytonaLifecycle(options: ResolvedDaytonaOptions) {
       if (spec.ttlMs !== undefined) {
         labels[DAYTONA_EXPIRES_AT_LABEL] = new Date(Date.now() + spec.ttlMs).toISOString();
       }
-      const snapshot = spec.template ?? options.snapshot;
-      const params: import("@daytonaio/sdk").CreateSandboxFromSnapshotParams = {
-        ...(snapshot !== undefined ? { snapshot } : {}),
+      const base = {
         ...(spec.name !== undefined ? { name: spec.name } : {}),
         envVars: { ...spec.env },
         labels,
         ...intervalsFor(spec.ttlMs, options),
       };
-      const resources = {
-        cpu: spec.resources?.vcpus,
-        memory: gib(spec.resources?.memoryMB),
-        disk: gib(spec.resources?.diskMB),
-      };
-      if (resources.cpu !== undefined || resources.memory !== undefined || resources.disk !== undefined) {
-        if (resources.cpu !== undefined && !Number.isInteger(resources.cpu)) {
+      let params: import("@daytonaio/sdk").CreateSandboxFromSnapshotParams | CreateFromImage;
+      if (options.image !== undefined) {
+        // From an image: Daytona builds `FROM <image>` and sizes the sandbox as asked.
+        const cpu = spec.resources?.vcpus;
+        if (cpu !== undefined && !Number.isInteger(cpu)) {
           throw new SandboxError("Validation", "daytona: resources.vcpus must be a whole number", {
             provider: DAYTONA_PROVIDER_NAME,
           });
         }
-        (params as { resources?: typeof resources }).resources = resources;
+        const memory = gib(spec.resources?.memoryMB);
+        const disk = gib(spec.resources?.diskMB);
+        const resources: NonNullable<CreateFromImage["resources"]> = {
+          ...(cpu !== undefined ? { cpu } : {}),
+          ...(memory !== undefined ? { memory } : {}),
+          ...(disk !== undefined ? { disk } : {}),
+        };
+        params = { ...base, image: spec.template ?? options.image, resources };
+      } else {
+        // From a snapshot, sized by the snapshot (the core refused resources: not honoured here).
+        const snapshot = spec.template ?? options.snapshot;
+        params = { ...base, ...(snapshot !== undefined ? { snapshot } : {}) };
       }
       const started = Date.now();
       try {

@@ -2,6 +2,7 @@ import {
   loadSetting,
   optionRules,
   type ProviderOptionRules,
+  SandboxError,
   type SettingSource,
   settingParsers,
   validateProviderOptions,
@@ -18,6 +19,12 @@ export interface DaytonaProviderOptions {
   target?: string | undefined;
   /** Snapshot used when `spec.template` is not set (default: Daytona's default snapshot). */
   snapshot?: string | undefined;
+  /**
+   * Create sandboxes from this container image instead of a snapshot (Daytona builds `FROM <image>`);
+   * `spec.template` then names an image too, and `spec.resources` are honoured (Daytona sizes a snapshot's
+   * sandbox by the snapshot and refuses resources with one). Not together with `snapshot`.
+   */
+  image?: string | undefined;
   /** Upper bound of each control-plane and toolbox request in ms (default 60 000). */
   requestTimeoutMs?: number | undefined;
   /** How long create waits for the sandbox to be started, in ms (default 120 000). */
@@ -41,6 +48,7 @@ export interface ResolvedDaytonaOptions {
   readonly apiUrl: string | undefined;
   readonly target: string | undefined;
   readonly snapshot: string | undefined;
+  readonly image: string | undefined;
   readonly requestTimeoutMs: number;
   readonly startTimeoutMs: number;
   readonly expiredDeleteAfterMinutes: number;
@@ -66,6 +74,7 @@ const DAYTONA_OPTION_RULES: ProviderOptionRules = {
   apiUrl: optionRules.nonEmptyString(),
   target: optionRules.nonEmptyString(),
   snapshot: optionRules.nonEmptyString(),
+  image: optionRules.nonEmptyString(),
   requestTimeoutMs: milliseconds(),
   startTimeoutMs: milliseconds(),
   expiredDeleteAfterMinutes: minutes(),
@@ -80,6 +89,11 @@ const DAYTONA_OPTION_RULES: ProviderOptionRules = {
  */
 export function resolveDaytonaOptions(options: DaytonaProviderOptions): ResolvedDaytonaOptions {
   validateProviderOptions(DAYTONA_PROVIDER_NAME, options, DAYTONA_OPTION_RULES);
+  if (options.snapshot !== undefined && options.image !== undefined) {
+    throw new SandboxError("Validation", "daytona: give snapshot or image, not both", {
+      provider: DAYTONA_PROVIDER_NAME,
+    });
+  }
   const setting = <T>(source: SettingSource<T>): T | undefined => loadSetting(DAYTONA_PROVIDER_NAME, source);
   const { positiveNumber, string } = settingParsers;
   return {
@@ -93,6 +107,7 @@ export function resolveDaytonaOptions(options: DaytonaProviderOptions): Resolved
     apiUrl: setting({ option: "apiUrl", value: options.apiUrl, env: "DAYTONA_API_URL", parse: string }),
     target: setting({ option: "target", value: options.target, env: "DAYTONA_TARGET", parse: string }),
     snapshot: options.snapshot,
+    image: options.image,
     requestTimeoutMs:
       setting({ option: "requestTimeoutMs", value: options.requestTimeoutMs, parse: positiveNumber }) ??
       60_000,

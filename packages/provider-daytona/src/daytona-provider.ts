@@ -3,7 +3,7 @@ import {
   type DaytonaCapabilities,
   daytonaCapabilities,
   daytonaFlags,
-  daytonaHonours,
+  daytonaHonoursFor,
 } from "./daytona-capabilities.js";
 import { mapDaytonaError } from "./daytona-errors.js";
 import { daytonaExec } from "./daytona-exec.js";
@@ -11,6 +11,7 @@ import { readDaytonaFile, writeDaytonaFile } from "./daytona-files.js";
 import { type DaytonaHandle, daytonaLifecycle } from "./daytona-lifecycle.js";
 import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
 import { type DaytonaProviderOptions, resolveDaytonaOptions } from "./daytona-options.js";
+import { exposeDaytonaPort } from "./daytona-ports.js";
 import { closeDaytona, type DaytonaSdkSandbox } from "./daytona-sdk.js";
 
 /** What `sandbox.raw()` returns for a Daytona sandbox: the SDK's `Sandbox` (git, LSP, code run...). */
@@ -31,13 +32,15 @@ export type DaytonaProvider = SandboxProvider<DaytonaCapabilities, DaytonaSandbo
 export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
   const resolved = resolveDaytonaOptions(options);
   const lifecycle = daytonaLifecycle(resolved);
+  /** Preview tokens handed out (credentials: never repeated in an error). */
+  const previewTokens = new Set<string>();
   return defineProvider<DaytonaCapabilities, DaytonaSandboxNative>({
     specificationVersion: "v1",
     name: DAYTONA_PROVIDER_NAME,
     capabilities: daytonaCapabilities,
     flags: daytonaFlags,
-    honours: daytonaHonours,
-    secrets: () => [resolved.apiKey],
+    honours: daytonaHonoursFor(resolved),
+    secrets: () => [resolved.apiKey, ...previewTokens],
     mapError: mapDaytonaError,
     doCreate: (spec, { signal }) => lifecycle.create(spec, signal),
     doConnect: (id, { signal }) => lifecycle.connect(id, signal),
@@ -46,6 +49,8 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     doExec: (s, request) => daytonaExec(resolved, s, request),
     doReadFile: (s, path, { signal }) => readDaytonaFile(resolved, s, path, signal),
     doWriteFile: (s, path, data, { signal, mode }) => writeDaytonaFile(resolved, s, path, data, mode, signal),
+    doExposePort: (s, port, { signal, private: isPrivate }) =>
+      exposeDaytonaPort(resolved, s, port, isPrivate, signal, previewTokens),
     doList: (filter, { signal }) => lifecycle.list(filter, signal),
     doStop: (s, { signal }) => lifecycle.stop(s, signal),
     doResume: (s, { signal }) => lifecycle.resume(s, signal),

@@ -7,7 +7,7 @@
 import { createSandboxClient } from "@sbox/core";
 import { startDaytonaEmulator } from "@sbox/emulators/daytona";
 import { afterAll, describe, expect, test } from "vitest";
-import { daytona, intervalsFor } from "../src/index.js";
+import { type DaytonaSandboxNative, daytona, intervalsFor } from "../src/index.js";
 import { TEST_API_KEY, testEmulatorOptions, testProvider } from "./daytona-test-env.js";
 
 const emulator = await startDaytonaEmulator(testEmulatorOptions());
@@ -83,6 +83,120 @@ describe("destroy", () => {
     await again.destroy();
     expect((await sandbox.getInfo()).state).toBe("destroyed");
     await expect(client.connect(sandbox.id)).rejects.toMatchObject({ code: "NotFound" });
+  });
+});
+
+describe("image", () => {
+  test("with the image option a sandbox is built FROM the image (spec.template names one) and sized as asked", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator, { image: "debian:bookworm" }) });
+    const sandbox = await client.create({ resources: { vcpus: 2, memoryMB: 1536, diskMB: 4096 } });
+    try {
+      const record = emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""));
+      expect(record?.createRequest).toMatchObject({
+        buildInfo: { dockerfileContent: "FROM debian:bookworm\n" },
+        cpu: 2,
+        memory: 2,
+        disk: 4,
+      });
+      expect(record?.createRequest).not.toHaveProperty("snapshot");
+      expect(record).toMatchObject({ state: "started", cpu: 2, memory: 2, disk: 4 });
+      expect((await sandbox.commands.run("echo built")).stdout).toBe("built\n");
+    } finally {
+      await sandbox.destroy();
+    }
+    const other = await client.create({ template: "debian:bookworm-slim" });
+    try {
+      expect(emulator.sandboxRecord(other.id.replace(/^daytona:/, ""))?.createRequest).toMatchObject({
+        buildInfo: { dockerfileContent: "FROM debian:bookworm-slim\n" },
+      });
+    } finally {
+      await other.destroy();
+    }
+  });
+
+  test("an image that fails to build is an error and leaves no sandbox; resources need the image option", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator, { image: "debian:bookworm" }) });
+    const before = live().length;
+    const failure = await client.create({ template: "no-such/image:1" }).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ name: "SandboxError" });
+    expect(String((failure as Error).message)).toMatch(/build_failed/);
+    expect(live().length).toBe(before);
+    const requests = emulator.log.length;
+    const bySnapshot = createSandboxClient({ provider: testProvider(emulator) });
+    await expect(bySnapshot.create({ resources: { vcpus: 2 } })).rejects.toMatchObject({
+      code: "Validation",
+    });
+    expect(emulator.log.slice(requests).filter((e) => e.method === "POST")).toEqual([]);
+    expect(() => daytona({ apiKey: TEST_API_KEY, image: "a", snapshot: "b" })).toThrow(/snapshot or image/);
+  });
+});
+
+describe("archive", () => {
+  test("a sandbox archived through Daytona's API reads as stopped and resume() starts it with its files", async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    try {
+      await sandbox.files.write("/tmp/kept.txt", "kept across archive");
+      await sandbox.stop();
+      await (sandbox.raw() as DaytonaSandboxNative).archive();
+      expect(emulator.sandboxRecord(sandbox.id.replace(/^daytona:/, ""))?.state).toBe("archived");
+      expect((await sandbox.getInfo()).state).toBe("stopped");
+      await sandbox.resume();
+      expect((await sandbox.getInfo()).state).toBe("running");
+      expect(await sandbox.files.readText("/tmp/kept.txt")).toBe("kept across archive");
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+});
+
+describe("ports", () => {
+  test("a private port answers with its token in X-Daytona-Preview-Token; a public one is a 24 h signed URL", {
+    timeout: 120_000,
+  }, async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create();
+    try {
+      const port = 20_000 + Math.floor(Math.random() * 10_000);
+      await sandbox.files.write("/tmp/site/index.txt", "served");
+      const server = await sandbox.commands.spawn([
+        "python3",
+        "-m",
+        "http.server",
+        String(port),
+        "--bind",
+        "0.0.0.0",
+        "--directory",
+        "/tmp/site",
+      ]);
+      const ports = sandbox.ports!;
+      const open = await ports.expose(port);
+      expect(open.token).toBeUndefined();
+      const signedRequest = emulator.log
+        .filter((e) => e.url.includes(`/ports/${port}/signed-preview-url`))
+        .at(-1);
+      expect(new URL(signedRequest!.url, "http://x").searchParams.get("expiresInSeconds")).toBe("86400");
+      const closed = await ports.expose(port, { private: true });
+      expect(closed.token).toMatch(/.+/);
+      const deadline = Date.now() + 30_000;
+      let last = "";
+      while (Date.now() < deadline) {
+        const answer = await fetch(`${closed.url}/index.txt`, {
+          headers: { "X-Daytona-Preview-Token": closed.token! },
+        });
+        last = `${answer.status} ${await answer.text()}`;
+        if (last === "200 served") break;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      expect(last).toBe("200 served");
+      expect((await fetch(`${open.url}/index.txt`)).status).toBe(200);
+      expect((await fetch(`${closed.url}/index.txt`)).status).toBe(401);
+      await expect(ports.expose(0)).rejects.toMatchObject({ code: "Validation" });
+      await expect(ports.expose(70_000)).rejects.toMatchObject({ code: "Validation" });
+      await server.kill();
+    } finally {
+      await sandbox.destroy();
+    }
   });
 });
 

@@ -6,6 +6,7 @@
  * `ToolboxProxyUrl`, `PortPreviewUrl` and `SignedPortPreviewUrl`; errors are Daytona's
  * `{ statusCode, message, error }`.
  */
+
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
@@ -15,6 +16,7 @@ import {
   type DaytonaFleet,
   type DaytonaSandboxRecord,
 } from "./daytona-fleet.js";
+import type { DaytonaSignedPreviews } from "./daytona-preview.js";
 
 /** What the routes need. */
 export interface DaytonaControlPlaneContext {
@@ -26,8 +28,10 @@ export interface DaytonaControlPlaneContext {
   readonly target: string;
   /** Base of the toolbox routes: the SDK calls `<toolboxProxyUrl>/<sandbox id>/...`. */
   readonly toolboxProxyUrl: string;
-  /** The preview URL of a sandbox port. */
+  /** The preview URL of a sandbox port (`id` a sandbox id, or a signed token). */
   previewUrl(id: string, port: number): string;
+  /** Signed preview tokens. */
+  readonly signed: DaytonaSignedPreviews;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -81,6 +85,14 @@ export function sandboxDto(
     toolboxProxyUrl: context.toolboxProxyUrl,
   };
   if (record.snapshot !== undefined) dto.snapshot = record.snapshot;
+  if (record.buildInfo !== undefined) {
+    dto.buildInfo = {
+      dockerfileContent: record.buildInfo.dockerfileContent,
+      snapshotRef: record.buildInfo.snapshotRef,
+      createdAt: record.buildInfo.createdAt.toISOString(),
+      updatedAt: record.buildInfo.createdAt.toISOString(),
+    };
+  }
   if (record.errorReason !== undefined) dto.errorReason = record.errorReason;
   return dto;
 }
@@ -114,13 +126,41 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
   return value;
 }
 
-/** Checks a `CreateSandbox` body. */
-export function createInput(body: Record<string, unknown>): DaytonaCreateInput {
-  if (body.buildInfo !== undefined && body.buildInfo !== null) {
+/**
+ * The image of a `buildInfo` (`CreateBuildInfo`): the emulator builds only what `create({ image: "<ref>" })`
+ * sends, a Dockerfile of one `FROM <ref>` line (`Image.base`); a richer Dockerfile or a build context
+ * (`contextHashes`, uploaded to object storage first) is refused with 400.
+ */
+function buildOf(value: unknown): { image: string; dockerfileContent: string } | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "object" || Array.isArray(value))
+    throw new DaytonaApiError(400, "buildInfo must be an object");
+  const info = value as Record<string, unknown>;
+  if (typeof info.dockerfileContent !== "string" || info.dockerfileContent === "") {
+    throw new DaytonaApiError(400, "buildInfo.dockerfileContent must be a non-empty string");
+  }
+  if (Array.isArray(info.contextHashes) && info.contextHashes.length > 0) {
+    throw new DaytonaApiError(400, "build contexts (contextHashes) are not supported by this emulator");
+  }
+  const from = /^FROM (\S+)\n?$/.exec(info.dockerfileContent);
+  if (!from) {
     throw new DaytonaApiError(
       400,
-      "building images (buildInfo) is not supported by this emulator: use a snapshot",
+      'this emulator builds only a Dockerfile of one FROM line (create({ image: "<ref>" }))',
     );
+  }
+  return { image: from[1]!, dockerfileContent: info.dockerfileContent };
+}
+
+/** Checks a `CreateSandbox` body. */
+export function createInput(body: Record<string, unknown>): DaytonaCreateInput {
+  const build = buildOf(body.buildInfo);
+  if (build && body.snapshot !== undefined && body.snapshot !== null) {
+    throw new DaytonaApiError(400, "Cannot specify a snapshot when using a build info entry");
+  }
+  // Daytona sizes a snapshot's sandbox by the snapshot (apps/api sandbox.controller.ts createSandbox).
+  if (!build && (body.cpu || body.gpu || body.memory || body.disk)) {
+    throw new DaytonaApiError(400, "Cannot specify Sandbox resources when using a snapshot");
   }
   if (body.volumes !== undefined && Array.isArray(body.volumes) && body.volumes.length > 0) {
     throw new DaytonaApiError(400, "volumes are not supported by this emulator");
@@ -130,6 +170,8 @@ export function createInput(body: Record<string, unknown>): DaytonaCreateInput {
   return {
     name: optionalString(body, "name"),
     snapshot: optionalString(body, "snapshot"),
+    image: build?.image,
+    dockerfileContent: build?.dockerfileContent,
     user: optionalString(body, "user"),
     env: stringRecord(body.env, "env"),
     labels: stringRecord(body.labels, "labels"),
@@ -296,12 +338,9 @@ export async function serveDaytonaControlPlane(
       if (portMatch[2] === "preview-url") {
         return send({ sandboxId: record.id, url: context.previewUrl(record.id, port), token });
       }
-      return send({
-        sandboxId: record.id,
-        port,
-        token,
-        url: `${context.previewUrl(record.id, port)}?DAYTONA_SANDBOX_AUTH_KEY=${token}`,
-      });
+      // A signed URL is its own credential: a token of its own, in the place of the sandbox id.
+      const signed = context.signed.mint(record.id, port, url.searchParams.get("expiresInSeconds"));
+      return send({ sandboxId: record.id, port, token: signed, url: context.previewUrl(signed, port) });
     }
     req.resume();
     route(rest);

@@ -12,6 +12,7 @@ import {
   type FaultInjector,
   type FaultRule,
   type RequestLogEntry,
+  rawAnswer,
   startHttpServer,
 } from "../http-server.js";
 import {
@@ -20,10 +21,15 @@ import {
   serveDaytonaControlPlane,
 } from "./daytona-control-plane.js";
 import { DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
+import { DaytonaSignedPreviews, serveDaytonaPreview } from "./daytona-preview.js";
+import { daytonaLogStreams } from "./daytona-session-logs.js";
 import { DaytonaSessions, serveDaytonaToolbox } from "./daytona-toolbox.js";
 
 /** The image the docker backend runs Daytona sandboxes from. */
 export const DAYTONA_DOCKER_DEFAULT_IMAGE = "sbox-debian:bookworm";
+
+/** Images a create from an image may name by default (Debian, like the backends' environments). */
+export const DAYTONA_DEFAULT_IMAGES: readonly string[] = ["debian:bookworm", "debian:bookworm-slim"];
 
 /** How long the emulator keeps an idle connection open. */
 const DAYTONA_KEEP_ALIVE_MS = 65_000;
@@ -47,6 +53,12 @@ export interface DaytonaEmulatorOptions {
   target?: string | undefined;
   /** Snapshot names a create may name (default `["daytonaio/sandbox"]`); others fail with 400. */
   snapshots?: readonly string[] | undefined;
+  /**
+   * Images a create from an image (`FROM <image>`) may name (default {@link DAYTONA_DEFAULT_IMAGES}); a
+   * build from another one ends `build_failed`. Nothing is built: a known image boots the backend's
+   * environment, as a snapshot does.
+   */
+  images?: readonly string[] | undefined;
   clock?: EmulatorClock | undefined;
   faults?: readonly FaultRule[] | undefined;
 }
@@ -82,8 +94,15 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     vendor: "daytona",
     docker: { image: DAYTONA_DOCKER_DEFAULT_IMAGE },
   });
-  const fleet = new DaytonaFleet({ backend, clock, snapshots: options.snapshots ?? ["daytonaio/sandbox"] });
+  const fleet = new DaytonaFleet({
+    backend,
+    clock,
+    snapshots: options.snapshots ?? ["daytonaio/sandbox"],
+    images: options.images ?? DAYTONA_DEFAULT_IMAGES,
+  });
   const sessions = new DaytonaSessions();
+  const signed = new DaytonaSignedPreviews(clock);
+  const logStreams = daytonaLogStreams({ fleet, sessions, apiKey });
   const faults = createFaultInjector(options.faults);
   const log: RequestLogEntry[] = [];
   let base = "";
@@ -96,6 +115,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       return `${base}/toolbox`;
     },
     previewUrl: (id, port) => `${base}/preview/${id}/${port}`,
+    signed,
   };
   let server: Awaited<ReturnType<typeof startHttpServer>>;
   try {
@@ -109,10 +129,15 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       // Daytona's edge keeps idle connections longer than Node's client agent (5 s), so the client closes
       // first; equal timeouts would race and reset requests sent on a connection as it closes.
       keepAliveTimeoutMs: DAYTONA_KEEP_ALIVE_MS,
+      onUpgrade: (req, socket, head) => {
+        if (!logStreams(req, socket, head)) rawAnswer(socket, 404, {}, daytonaErrorBody(404, "Not Found"));
+      },
       handler: (req, res, ctx) =>
         ctx.url.pathname.startsWith("/toolbox/")
           ? serveDaytonaToolbox({ fleet, sessions, apiKey }, req, res, ctx.url, ctx.setRoute)
-          : serveDaytonaControlPlane(control, req, res, ctx.url, ctx.setRoute),
+          : ctx.url.pathname.startsWith("/preview/")
+            ? serveDaytonaPreview({ fleet, signed }, req, res, ctx.url)
+            : serveDaytonaControlPlane(control, req, res, ctx.url, ctx.setRoute),
     });
   } catch (error) {
     await backend.close().catch(() => undefined);

@@ -6,9 +6,12 @@
  * `autoDeleteInterval` (minutes after stopping before it is deleted; negative = never, 0 = at once) and
  * `ttlMinutes` (wall-clock minutes since creation after which it is destroyed whatever its state, 0 = never).
  * Every sandbox is a sandbox of the emulator's backend; stop stops the backend sandbox (processes end,
- * files stay), start resumes it, delete destroys it.
+ * files stay), start resumes it, delete destroys it. A sandbox created from an image (`buildInfo` with
+ * `FROM <image>`, what the SDK sends for `create({ image })`) goes `pending_build`, `building_snapshot`,
+ * then `started` when the image is one the emulator knows, `build_failed` (with its reason) otherwise: the
+ * emulator builds nothing, a known image boots the backend's environment as a snapshot does.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { AnyCapabilities, Sandbox } from "@sbox/core";
 import type { EmulatorBackend } from "../backend.js";
 import type { EmulatorClock, EmulatorTimer } from "../clock.js";
@@ -16,6 +19,9 @@ import type { EmulatorClock, EmulatorTimer } from "../clock.js";
 /** Daytona's sandbox states (the `SandboxState` enum of the API description). */
 export type DaytonaState =
   | "creating"
+  | "pending_build"
+  | "building_snapshot"
+  | "build_failed"
   | "started"
   | "stopping"
   | "stopped"
@@ -38,6 +44,10 @@ export interface DaytonaSandboxRecord {
   readonly id: string;
   name: string;
   readonly snapshot: string | undefined;
+  /** The build a sandbox created from an image came from (Daytona's `BuildInfo`). */
+  readonly buildInfo?:
+    | { readonly dockerfileContent: string; readonly snapshotRef: string; readonly createdAt: Date }
+    | undefined;
   readonly user: string;
   readonly env: Record<string, string>;
   labels: Record<string, string>;
@@ -74,6 +84,10 @@ export interface DaytonaSandboxRecord {
 export interface DaytonaCreateInput {
   readonly name?: string | undefined;
   readonly snapshot?: string | undefined;
+  /** The image of a `FROM <image>` build (`buildInfo.dockerfileContent`), when created from an image. */
+  readonly image?: string | undefined;
+  /** The build's Dockerfile, as received. */
+  readonly dockerfileContent?: string | undefined;
   readonly user?: string | undefined;
   readonly env: Record<string, string>;
   readonly labels: Record<string, string>;
@@ -108,6 +122,8 @@ export interface DaytonaFleetOptions {
   readonly clock: EmulatorClock;
   /** Snapshot names the emulator knows; a create naming another one fails with 400. */
   readonly snapshots: readonly string[];
+  /** Images a `FROM <image>` build may name; a build from another one ends `build_failed`. */
+  readonly images: readonly string[];
 }
 
 /** Every sandbox of one emulator. */
@@ -142,10 +158,21 @@ export class DaytonaFleet {
       throw new DaytonaApiError(409, `Sandbox with name ${name} already exists`);
     }
     const now = new Date(this.options.clock.now());
+    const fromImage = input.image !== undefined;
     const record: DaytonaSandboxRecord = {
       id,
       name,
       snapshot: input.snapshot,
+      buildInfo: fromImage
+        ? {
+            dockerfileContent: input.dockerfileContent ?? `FROM ${input.image}\n`,
+            snapshotRef: `daytona-${createHash("sha256")
+              .update(input.dockerfileContent ?? "")
+              .digest("hex")
+              .slice(0, 32)}:daytona`,
+            createdAt: now,
+          }
+        : undefined,
       user: input.user ?? "daytona",
       env: { ...input.env },
       labels: { ...input.labels },
@@ -154,7 +181,7 @@ export class DaytonaFleet {
       gpu: input.gpu ?? 0,
       memory: input.memory ?? 1,
       disk: input.disk ?? 3,
-      state: "creating",
+      state: fromImage ? "pending_build" : "creating",
       errorReason: undefined,
       autoStopInterval: input.autoStopInterval ?? DEFAULT_AUTO_STOP_MINUTES,
       autoArchiveInterval: input.autoArchiveInterval ?? DEFAULT_AUTO_ARCHIVE_MINUTES,
@@ -173,13 +200,22 @@ export class DaytonaFleet {
     this.sandboxes.set(id, record);
     // As Daytona does, the answer comes at once (`creating`); the sandbox boots in the background and
     // clients poll until it is `started` (or `error`).
+    const booting = () => ["creating", "pending_build", "building_snapshot"].includes(record.state);
     void this.serial(record, async () => {
       try {
+        if (fromImage) {
+          this.setState(record, "building_snapshot");
+          if (!this.options.images.includes(input.image!)) {
+            record.errorReason = `failed to pull image ${input.image}: not known to this emulator`;
+            this.setState(record, "build_failed");
+            return;
+          }
+        }
         const sandbox = await this.options.backend.create({
           env: record.env,
           metadata: { "daytona-sandbox": id },
         });
-        if (record.state !== "creating") {
+        if (!booting()) {
           // Deleted while it was booting.
           await this.options.backend.release(sandbox).catch(() => undefined);
           return;

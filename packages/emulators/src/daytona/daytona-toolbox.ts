@@ -19,7 +19,8 @@ import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from ".
 /** The toolbox daemon version the emulator reports. */
 export const DAYTONA_TOOLBOX_VERSION = "0.218.0";
 
-interface SessionCommand {
+/** One command of a session. */
+export interface SessionCommand {
   readonly id: string;
   readonly command: string;
   exitCode: number | undefined;
@@ -28,9 +29,14 @@ interface SessionCommand {
   /** stdout and stderr as they interleaved. */
   output: string;
   done: Promise<void>;
+  /** Ends the command and its process tree (SIGTERM, then SIGKILL after a grace period). */
+  kill: () => Promise<void>;
+  /** Who follows the command's output as it comes (the logs WebSocket). */
+  readonly followers: Set<(stream: "stdout" | "stderr", chunk: string) => void>;
 }
 
-interface Session {
+/** A session: its commands, in order. */
+export interface Session {
   readonly id: string;
   readonly commands: SessionCommand[];
 }
@@ -82,12 +88,15 @@ function runCommand(sandbox: Sandbox<AnyCapabilities>, command: SessionCommand):
     onStdout: (chunk) => {
       command.stdout += chunk;
       command.output += chunk;
+      for (const follow of command.followers) follow("stdout", chunk);
     },
     onStderr: (chunk) => {
       command.stderr += chunk;
       command.output += chunk;
+      for (const follow of command.followers) follow("stderr", chunk);
     },
   });
+  command.kill = () => handle.kill().catch(() => undefined);
   command.done = Promise.resolve(handle).then(
     (result: ExecResult) => {
       command.exitCode = result.exitCode;
@@ -217,7 +226,10 @@ export async function serveDaytonaToolbox(
         return send({ sessionId: session.id, commands: session.commands.map(commandDto) });
       }
       if (name === "" && method === "DELETE") {
+        // As Daytona's daemon does (session/delete.go): the session's processes get SIGTERM, then SIGKILL
+        // after a grace period, before the answer.
         sessions.delete(session.id);
+        await Promise.all(session.commands.filter((c) => c.exitCode === undefined).map((c) => c.kill()));
         res.writeHead(204).end();
         return;
       }
@@ -233,6 +245,8 @@ export async function serveDaytonaToolbox(
           stderr: "",
           output: "",
           done: Promise.resolve(),
+          kill: () => Promise.resolve(),
+          followers: new Set(),
         };
         session.commands.push(command);
         runCommand(sandbox, command);
