@@ -54,7 +54,9 @@ describe("exposed ports reach the sandbox's loopback (bubblewrap, user-mode netw
 
   beforeAll(async () => {
     provider = providerFor("bwrap", `${state.home}/bwrap`);
-    sandbox = await provider.doCreate({ network: { egress: "allow-all" } }, call()).catch(() => undefined as never);
+    sandbox = await provider
+      .doCreate({ network: { egress: "allow-all" } }, call())
+      .catch(() => undefined as never);
     if (sandbox) {
       const info = (await provider.doGetInfo(sandbox, call())).raw as { network: { mode: string } };
       userMode = info.network.mode === "user-mode";
