@@ -3,12 +3,21 @@
 // Machines API OpenAPI spec.
 //
 //   pnpm build            (the emulators, core and provider-fly dists are used)
-//   pnpm --filter @sbox/emulators fidelity:fly -- --fly-go /path/to/fly-go --spec /path/to/openapi.json \
-//        [--backend local|docker] [--skip-provider]
+//   pnpm --filter @sbox/emulators fidelity:fly -- --fly-go /path/to/fly-go --spec /path/to/FlyMachines \
+//        --fly-docs /path/to/superfly/docs [--spec-commit <sha>] [--backend local|docker] [--skip-provider]
 //
-// Both are brought by the developer and nothing of them is committed here: fly-go with the `fetch` tool
-// (`fetch github:superfly/fly-go`; a work tree or a bare mirror works), the spec as Fly publishes it
-// (https://docs.machines.dev/spec/openapi3.json, also superfly/docs api/machines/openapi.json).
+// All three are brought by the developer with the `fetch` tool and nothing of them is committed here (a work
+// tree or a bare mirror works for each):
+//   fetch github:superfly/fly-go          fly-go, whose request shapes are read from its source;
+//   fetch github:OutboundSpade/FlyMachines the Machines API spec: its `spec.json` at commit d23c127 is Fly's
+//                                         https://docs.machines.dev/spec/openapi3.json as downloaded on
+//                                         2024-09-13 (the repository's next commit edits it, so that commit
+//                                         is the one read). It is the newest copy of the published spec a
+//                                         fetch brings: superfly/docs' snapshot carries only the February
+//                                         2024 one (partials/_machines-spec.json, which has no suspend route);
+//   fetch github:superfly/docs            Fly's documentation, the evidence of the spec errata below.
+// `--spec` also takes a spec file itself (JSON), or another checkout (its HEAD:spec.json,
+// api/machines/openapi.json or partials/_machines-spec.json is read, or the one at --spec-commit).
 //
 // Part 1 (fly-go): every machine and app call of fly-go's flaps client is sent to the emulator the way
 // fly-go sends it. The shape of each call — HTTP method, endpoint format, query additions, whether the
@@ -21,12 +30,19 @@
 //
 // Part 2 (provider-fly): provider-fly runs a sandbox lifecycle against the emulator through a recording
 // proxy; every request it sends must be one the spec describes (route, query parameters, body schema,
-// `FlyV1` for macaroon tokens, the nonce on leased calls) and every answer is checked as in part 1.
+// `FlyV1` for macaroon tokens, the nonce on leased calls) and every answer is checked as in part 1. A query
+// parameter fly-go itself sends on the same route is a note, as in part 1.
+//
+// The published spec is older than the API fly-go and Fly's docs describe now. fidelity/fly-spec-errata.json
+// lists, for one spec document (by its sha256), the places where it is: each erratum names the mismatch it
+// explains and a file of fly-go or superfly/docs that must say otherwise; a mismatch is explained only
+// when that evidence is found in the checkout given, so nothing is excused on this harness's word alone.
 //
 // fly-go calls this harness does not run are listed in fidelity/fly-cannot-apply.json with the reason.
-// Exit status: 0 when both parts have no mismatch and nothing drifted, 1 otherwise.
+// Exit status: 0 when both parts have no unexplained mismatch and nothing drifted, 1 otherwise.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createServer, request as httpRequest } from "node:http";
 import { join, resolve } from "node:path";
 
@@ -36,7 +52,7 @@ const packages = join(here, "..", "..");
 function usage(message) {
   if (message) console.error(`fly-fidelity: ${message}`);
   console.error(
-    "usage: fly-fidelity.mjs --fly-go <fly-go checkout> --spec <openapi.json> [--backend local|docker] [--skip-provider]",
+    "usage: fly-fidelity.mjs --fly-go <fly-go checkout> --spec <FlyMachines checkout | openapi.json> [--fly-docs <superfly/docs checkout>] [--spec-commit <sha>] [--backend local|docker] [--skip-provider]",
   );
   process.exit(2);
 }
@@ -44,12 +60,16 @@ function usage(message) {
 const args = process.argv.slice(2).filter((a) => a !== "--");
 let flyGo;
 let specPath;
+let specCommit;
+let flyDocs;
 let backend = "local";
 let skipProvider = false;
 for (let i = 0; i < args.length; i++) {
   const arg = args[i];
   if (arg === "--fly-go") flyGo = resolve(args[++i] ?? usage("--fly-go needs a path"));
   else if (arg === "--spec") specPath = resolve(args[++i] ?? usage("--spec needs a path"));
+  else if (arg === "--spec-commit") specCommit = args[++i] ?? usage("--spec-commit needs a commit");
+  else if (arg === "--fly-docs") flyDocs = resolve(args[++i] ?? usage("--fly-docs needs a path"));
   else if (arg === "--backend") backend = args[++i] ?? usage("--backend needs a value");
   else if (arg === "--skip-provider") skipProvider = true;
   else usage(`unknown argument ${arg}`);
@@ -57,32 +77,72 @@ for (let i = 0; i < args.length; i++) {
 if (!flyGo) usage("--fly-go is required");
 if (!specPath) usage("--spec is required");
 if (!existsSync(specPath)) usage(`no spec at ${specPath}`);
+if (specCommit !== undefined && !/^[0-9a-f]{7,40}$/i.test(specCommit))
+  usage("--spec-commit is not a commit id");
 
 // ---------------------------------------------------------------------------------------------------
-// fly-go's source, from a work tree or a bare mirror.
+// Checkouts (work trees or bare mirrors) and the files read from them.
 
-function readGo(path) {
-  const file = join(flyGo, path);
-  if (existsSync(file)) return readFileSync(file, "utf8");
-  for (const gitDir of [flyGo, join(flyGo, ".git")]) {
-    const shown = spawnSync("git", ["--git-dir", gitDir, "show", `HEAD:${path}`], {
+/** `path` at `commit` (HEAD when absent) of the checkout `root`, or undefined. */
+function readFromCheckout(root, path, commit) {
+  const file = join(root, path);
+  if (commit === undefined && existsSync(file)) return readFileSync(file, "utf8");
+  for (const gitDir of [root, join(root, ".git")]) {
+    const shown = spawnSync("git", ["--git-dir", gitDir, "show", `${commit ?? "HEAD"}:${path}`], {
       encoding: "utf8",
       maxBuffer: 64 * 1024 * 1024,
     });
     if (shown.status === 0) return shown.stdout;
   }
-  usage(`${flyGo} has no ${path} (is it a superfly/fly-go checkout?)`);
+  return undefined;
 }
 
-function flyGoCommit() {
+/** The commit `ref` names in checkout `root`, or "unknown". */
+function commitOf(root, ref = "HEAD") {
   for (const [flag, dir] of [
-    ["-C", flyGo],
-    ["--git-dir", flyGo],
+    ["-C", root],
+    ["--git-dir", root],
   ]) {
-    const run = spawnSync("git", [flag, dir, "rev-parse", "HEAD"], { encoding: "utf8" });
+    const run = spawnSync("git", [flag, dir, "rev-parse", `${ref}^{commit}`], { encoding: "utf8" });
     if (run.status === 0) return run.stdout.trim();
   }
   return "unknown";
+}
+
+function readGo(path) {
+  return (
+    readFromCheckout(flyGo, path) ?? usage(`${flyGo} has no ${path} (is it a superfly/fly-go checkout?)`)
+  );
+}
+
+const flyGoCommit = () => commitOf(flyGo);
+
+/**
+ * Where a checkout keeps the Machines API spec: OutboundSpade/FlyMachines' spec.json at the commit that
+ * added it unchanged (its next commit edits the document), then the usual names at HEAD.
+ */
+const SPEC_LOCATIONS = [
+  { path: "spec.json", commit: "d23c127d9e0de2a8d796f01e26d3e3df5ff33306" },
+  { path: "spec.json" },
+  { path: "api/machines/openapi.json" },
+  { path: "partials/_machines-spec.json" },
+];
+
+function loadSpec() {
+  if (statSync(specPath).isFile()) return { text: readFileSync(specPath, "utf8"), from: specPath };
+  const locations = specCommit
+    ? SPEC_LOCATIONS.map((l) => ({ path: l.path, commit: specCommit }))
+    : SPEC_LOCATIONS;
+  for (const location of locations) {
+    const text = readFromCheckout(specPath, location.path, location.commit);
+    if (text !== undefined) {
+      const commit = commitOf(specPath, location.commit ?? "HEAD");
+      return { text, from: `${specPath} ${location.path} @ ${commit}` };
+    }
+  }
+  return usage(
+    `${specPath} holds no Machines API spec (${SPEC_LOCATIONS.map((l) => l.path).join(", ")}); is it a OutboundSpade/FlyMachines checkout?`,
+  );
 }
 
 /** The bodies of `func (f *Client) Name(...)` in a Go file, by name. */
@@ -161,7 +221,9 @@ function bodyOf(struct, sample) {
 // ---------------------------------------------------------------------------------------------------
 // The spec: route matching and a small JSON-schema check (what OpenAPI 3.0 uses here).
 
-const spec = JSON.parse(readFileSync(specPath, "utf8"));
+const specSource = loadSpec();
+const specSha256 = createHash("sha256").update(specSource.text).digest("hex");
+const spec = JSON.parse(specSource.text);
 // Fly publishes the spec with its base path in `servers` (`https://api.machines.dev/v1`, paths `/apps/...`);
 // requests carry it, so the templates get it too.
 const basePath = (() => {
@@ -361,6 +423,8 @@ function checkAnswer(side, label, exchange, expect) {
 }
 
 const exercised = new Set();
+/** `METHOD template key` of every query parameter fly-go's calls send. */
+const flyGoQuery = new Set();
 
 async function flyGoCall(label, { fn, fragments = [], method, path, query, body, nonce, expect }) {
   exercised.add(fn);
@@ -385,6 +449,7 @@ async function flyGoCall(label, { fn, fragments = [], method, path, query, body,
       (found.operation.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name),
     );
     for (const key of new URLSearchParams(query ?? "").keys()) {
+      flyGoQuery.add(`${method} ${found.template} ${key}`);
       if (!params.has(key) && !(key.startsWith("metadata.") && params.has("metadata.{key}"))) {
         notes.add(
           `fly-go ${fn} sends ?${key}=, which the spec does not list for ${method} ${found.template}`,
@@ -782,9 +847,15 @@ async function partProvider() {
     );
     for (const [key, value] of new URLSearchParams(exchange.url.split("?")[1] ?? "")) {
       if (!params.has(key) && !(key.startsWith("metadata.") && params.has("metadata.{key}"))) {
-        mismatches.provider.push(
-          `${label}: ?${key}= is not a parameter of ${exchange.method} ${found.template}`,
-        );
+        if (flyGoQuery.has(`${exchange.method} ${found.template} ${key}`)) {
+          notes.add(
+            `provider-fly sends ?${key}= as fly-go does, which the spec does not list for ${exchange.method} ${found.template}`,
+          );
+        } else {
+          mismatches.provider.push(
+            `${label}: ?${key}= is not a parameter of ${exchange.method} ${found.template}`,
+          );
+        }
         continue;
       }
       const param = (found.operation.parameters ?? []).find((p) => p.name === key);
@@ -830,6 +901,43 @@ try {
   proxy.close();
 }
 
+// The spec's errata: a mismatch is explained only by an erratum of this very document whose evidence the
+// checkout it names really holds.
+const errataFile = JSON.parse(readFileSync(join(here, "fly-spec-errata.json"), "utf8"));
+const errata = (errataFile.specs?.[specSha256]?.errata ?? []).map((e) => ({ ...e, used: 0 }));
+const explained = [];
+const unverified = new Set();
+const checkouts = { "fly-go": flyGo, "fly-docs": flyDocs };
+function evidenceHolds(evidence) {
+  const root = checkouts[evidence.checkout];
+  if (!root) {
+    unverified.add(`${evidence.checkout} (give --${evidence.checkout} to check ${evidence.path})`);
+    return false;
+  }
+  const text = readFromCheckout(root, evidence.path);
+  if (text === undefined || !text.includes(evidence.contains)) {
+    drift.push(
+      `spec erratum evidence gone: ${evidence.checkout} ${evidence.path} no longer says ${JSON.stringify(evidence.contains)}`,
+    );
+    return false;
+  }
+  return true;
+}
+for (const side of ["server", "provider"]) {
+  mismatches[side] = mismatches[side].filter((m) => {
+    const erratum = errata.find((e) => e.side === side && new RegExp(e.mismatch).test(m));
+    if (!erratum || !evidenceHolds(erratum.evidence)) return true;
+    erratum.used++;
+    explained.push(
+      `${side === "server" ? "server  " : "provider"} ${m}\n      ${erratum.why} (${erratum.evidence.checkout} ${erratum.evidence.path})`,
+    );
+    return false;
+  });
+}
+const unusedErrata = errata
+  .filter((e) => e.used === 0 && (e.side === "server" || !skipProvider) && !failed)
+  .map((e) => e.mismatch);
+
 const listed = new Set(Object.keys(cannotApply.functions ?? {}));
 const uncovered = [...flaps.keys()].filter(
   (fn) => !exercised.has(fn) && !listed.has(fn) && !fn.startsWith("_") && fn !== "sendRequestMachines",
@@ -837,7 +945,7 @@ const uncovered = [...flaps.keys()].filter(
 const stale = [...listed].filter((fn) => exercised.has(fn) || !flaps.has(fn));
 
 console.log(
-  `\nFly fidelity — fly-go ${flyGoCommit()}, spec ${spec.info?.title ?? specPath} (${Object.keys(spec.paths ?? {}).length} paths), backend ${backend}`,
+  `\nFly fidelity — fly-go ${flyGoCommit()}, backend ${backend}\nspec ${spec.info?.title ?? "?"} (${Object.keys(spec.paths ?? {}).length} paths) from ${specSource.from}, sha256 ${specSha256}${flyDocs ? `\nfly docs ${commitOf(flyDocs)}` : ""}`,
 );
 console.log(
   `requests checked: ${exchanges.filter((e) => e.client === "fly-go").length} fly-go, ${exchanges.filter((e) => e.client === "provider-fly").length} provider-fly`,
@@ -846,6 +954,17 @@ console.log(`fly-go calls exercised: ${[...exercised].sort().join(", ")}`);
 console.log(`mismatches: server ${mismatches.server.length}, provider-fly ${mismatches.provider.length}`);
 for (const m of mismatches.server) console.log(`  server   ${m}`);
 for (const m of mismatches.provider) console.log(`  provider ${m}`);
+if (explained.length) {
+  console.log(
+    `explained by the spec's errata (fidelity/fly-spec-errata.json), not counted (${explained.length}):`,
+  );
+  for (const e of explained) console.log(`  ${e}`);
+}
+if (unverified.size) console.log(`errata not checked for want of a checkout: ${[...unverified].join("; ")}`);
+if (unusedErrata.length)
+  console.log(
+    `fly-spec-errata.json entries of this spec that explained nothing: ${unusedErrata.join(" | ")}`,
+  );
 if (drift.length) {
   console.log(`drift between this harness and the fly-go checkout (${drift.length}):`);
   for (const d of drift) console.log(`  ${d}`);
@@ -864,5 +983,6 @@ const ok =
   mismatches.provider.length === 0 &&
   drift.length === 0 &&
   uncovered.length === 0 &&
-  stale.length === 0;
+  stale.length === 0 &&
+  unusedErrata.length === 0;
 process.exit(ok ? 0 : 1);

@@ -71,15 +71,24 @@ export async function listMachines(
   return machines ?? [];
 }
 
-/** The states the wait route can wait for. */
-export type FlyWaitState = "started" | "stopped" | "suspended" | "destroyed" | "failed";
+/** The states the wait route can wait for (in every published version of the Machines API spec). */
+export type FlyWaitState = "started" | "stopped" | "suspended" | "destroyed";
 
 /**
- * Waits until machine `id` is in `state` (or, for a boot, in `failed`, so a boot that cannot succeed is
- * known at once), through `GET .../wait?state=...&timeout=...` calls of at most {@link FLY_WAIT_MAX_SECONDS}
- * each, until `deadline` (epoch ms). Fly answers 408 when one call's timeout passes; the loop then asks
- * again. Past the deadline it rejects with `Timeout`, naming the last state seen. The machine's `version`
- * is sent when known (the API's `instance_id` is its deprecated name). Resolves with the state reached.
+ * How long one wait call of a boot lasts, in seconds, before the machine is looked at for `failed`: the
+ * published spec's wait route cannot wait for `failed`, so a boot that cannot succeed is found by a
+ * `GET` between short waits instead of running out the whole start timeout.
+ */
+export const FLY_FAILED_CHECK_SECONDS = 5;
+
+/**
+ * Waits until machine `id` is in `state`, through `GET .../wait?state=...&timeout=...` calls of at most
+ * {@link FLY_WAIT_MAX_SECONDS} each, until `deadline` (epoch ms). Fly answers 408 when one call's timeout
+ * passes; the loop then asks again. With `orFailed` (a boot) the calls last
+ * {@link FLY_FAILED_CHECK_SECONDS} and the machine is read after each: a `failed` machine resolves with
+ * `"failed"` at once. Past the deadline it rejects with `Timeout`, naming the last state seen. The machine's
+ * `version` is sent when known (the API's `instance_id` is its deprecated name). Resolves with the state
+ * reached.
  */
 export async function waitForState(
   http: FlyHttp,
@@ -96,10 +105,12 @@ export async function waitForState(
   for (;;) {
     const remaining = options.deadline - Date.now();
     if (remaining <= 0) break;
-    const seconds = Math.max(1, Math.min(FLY_WAIT_MAX_SECONDS, Math.ceil(remaining / 1000)));
-    const query: [string, string][] = [["state", state]];
-    if (options.orFailed) query.push(["state", "failed"]);
-    query.push(["timeout", String(seconds)]);
+    const longest = options.orFailed ? FLY_FAILED_CHECK_SECONDS : FLY_WAIT_MAX_SECONDS;
+    const seconds = Math.max(1, Math.min(longest, Math.ceil(remaining / 1000)));
+    const query: [string, string][] = [
+      ["state", state],
+      ["timeout", String(seconds)],
+    ];
     if (options.version) query.push(["version", options.version]);
     try {
       // The call's deadline is its own `timeout` plus the request deadline: a server that ignores
@@ -117,8 +128,12 @@ export async function waitForState(
     } catch (error) {
       if (options.signal.aborted)
         throw abortErrorOf(options.signal, `waiting for machine ${id} to be ${state}`);
-      if (hasStatus(error, 408) || (SandboxError.isInstance(error) && error.code === "Timeout")) continue;
-      throw error;
+      if (!(hasStatus(error, 408) || (SandboxError.isInstance(error) && error.code === "Timeout")))
+        throw error;
+      if (options.orFailed) {
+        const now = await getMachine(http, id, options.signal).catch(() => undefined);
+        if (now?.state === "failed") return "failed";
+      }
     }
   }
   let last: FlyMachineStateName | "unknown" = "unknown";

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, readlink, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -31,7 +32,7 @@ import {
 import { COMMAND_TAG_VARIABLE, readProcStat, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
 import { seccompFile } from "./local-seccomp-file.js";
 import { ensureSandboxDirectories, writeFileAtomic } from "./local-state.js";
-import { viewArgs } from "./local-view.js";
+import { SANDBOX_BOOT_ID_FILE, viewArgs } from "./local-view.js";
 
 /** A process identified across pid reuse. */
 export interface ProcessIdentity {
@@ -119,7 +120,10 @@ export function withHolderLock<T>(target: CommandTarget, work: () => Promise<T>)
   return withLock(join(target.paths.dir, "holder.lock"), work);
 }
 
-/** Writes the sandbox's own `/etc` files: its user, its host name, and a resolver its network can reach. */
+/**
+ * Writes the sandbox's own `/etc` files: its user, its host name, and a resolver its network can reach;
+ * and its boot id, new with every start of the holder (a stop ends it: the next start is a new boot).
+ */
 function writeEtc(target: CommandTarget, network: "user-mode" | "host"): void {
   const dir = target.paths.etc;
   const hostname = "sandbox";
@@ -144,6 +148,7 @@ function writeEtc(target: CommandTarget, network: "user-mode" | "host"): void {
     hostname: `${hostname}\n`,
     hosts,
     "resolv.conf": resolv,
+    [SANDBOX_BOOT_ID_FILE]: `${randomUUID()}\n`,
   };
   for (const [name, content] of Object.entries(files))
     writeFileSync(join(dir, name), content, { mode: 0o644 });

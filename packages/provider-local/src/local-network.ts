@@ -4,7 +4,8 @@ import { createConnection } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { localError } from "./local-errors.js";
-import type { HostIdentity } from "./local-identity.js";
+import { type HostIdentity, hostIdentity } from "./local-identity.js";
+import { startPortForward, stopPortForward, stopPortForwards } from "./local-port-forward.js";
 import { readProcStat } from "./local-procfs.js";
 import { systemDirectoryArgs } from "./local-view.js";
 
@@ -106,6 +107,13 @@ export interface NetworkRecord {
   readonly startTime: number | undefined;
   /** slirp4netns's API socket on the host. */
   readonly api: string;
+  /**
+   * Host pid of a process in the sandbox's network namespace and the sandbox's `net` directory, where
+   * exposed ports' forwarders are entered from and recorded (absent in records of earlier versions, whose
+   * ports slirp4netns forwards to the sandbox's address).
+   */
+  readonly anchor?: number | undefined;
+  readonly dir?: string | undefined;
 }
 
 /** What starting a sandbox's network needs. */
@@ -238,7 +246,13 @@ export async function startNetwork(start: NetworkStart): Promise<NetworkRecord> 
     }
     throw localError("Provider", `slirp4netns did not start (see ${join(start.dir, "slirp.log")})`);
   }
-  const record: NetworkRecord = { pid, startTime: (await readProcStat(pid))?.startTime, api };
+  const record: NetworkRecord = {
+    pid,
+    startTime: (await readProcStat(pid))?.startTime,
+    api,
+    anchor: start.anchor,
+    dir: start.dir,
+  };
   if (start.support.ip) blockHostAddresses(start, start.support.ip);
   return record;
 }
@@ -274,8 +288,9 @@ function blockHostAddresses(start: NetworkStart, ip: string): void {
   }
 }
 
-/** Stops a sandbox's network stack (it may be gone already). */
+/** Stops a sandbox's network stack (it may be gone already), its ports' forwarders first. */
 export async function stopNetwork(record: NetworkRecord): Promise<void> {
+  if (record.dir) await stopPortForwards(record.dir);
   const stat = await readProcStat(record.pid);
   if (!stat || (record.startTime !== undefined && stat.startTime !== record.startTime)) return;
   try {
@@ -320,8 +335,15 @@ function slirpRequest(api: string, request: unknown): Promise<Record<string, unk
   });
 }
 
-/** Forwards 127.0.0.1:`port` on the host to the same port of the sandbox. */
+/**
+ * Forwards 127.0.0.1:`port` on the host to the same port of the sandbox's own loopback (see
+ * local-port-forward.ts), or, for a stack recorded by an earlier version, through slirp4netns to the
+ * sandbox's address.
+ */
 export async function addPortForward(record: NetworkRecord, port: number): Promise<void> {
+  if (record.anchor !== undefined && record.dir !== undefined) {
+    return startPortForward({ anchor: record.anchor, netDir: record.dir, identity: hostIdentity() }, port);
+  }
   if ((await listPortForwards(record)).some((forward) => forward.port === port)) return;
   const answer = await slirpRequest(record.api, {
     execute: "add_hostfwd",
@@ -352,6 +374,7 @@ async function listPortForwards(record: NetworkRecord): Promise<{ id: number; po
 
 /** Stops forwarding `port`. */
 export async function removePortForward(record: NetworkRecord, port: number): Promise<void> {
+  if (record.dir !== undefined) await stopPortForward(record.dir, port);
   for (const forward of await listPortForwards(record)) {
     if (forward.port !== port) continue;
     await slirpRequest(record.api, { execute: "remove_hostfwd", arguments: { id: forward.id } });

@@ -62,6 +62,14 @@ const ETC_ENTRIES = [
 /** Files of `/etc` the provider writes for each sandbox (under `<sandbox>/etc/`) and binds read-only. */
 export const SYNTHETIC_ETC_FILES = ["passwd", "group", "hosts", "hostname", "resolv.conf"] as const;
 
+/**
+ * The file (next to the synthetic `/etc` files) that stands for the kernel's boot id inside the sandbox:
+ * the host's identifies the host's boot, so each sandbox gets its own, new each time it starts (see
+ * `writeEtc`), as a VM's changes with each boot.
+ */
+export const SANDBOX_BOOT_ID_FILE = "boot_id";
+const BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id";
+
 /** Files under `/proc` that only expose the host kernel (Docker masks the same ones): replaced by /dev/null. */
 const MASKED_PROC_FILES = [
   "/proc/kcore",
@@ -125,6 +133,7 @@ export function viewArgs(plan: ViewPlan): string[] {
   args.push("--symlink", "/proc/self/mounts", "/etc/mtab");
   args.push("--proc", "/proc");
   for (const path of READ_ONLY_PROC) if (existsSync(path)) args.push("--ro-bind", path, path);
+  if (existsSync(BOOT_ID_PATH)) args.push("--ro-bind", `${plan.etc}/${SANDBOX_BOOT_ID_FILE}`, BOOT_ID_PATH);
   for (const path of MASKED_PROC_FILES) if (existsSync(path)) args.push("--ro-bind", "/dev/null", path);
   for (const path of MASKED_PROC_DIRECTORIES) if (existsSync(path)) args.push("--tmpfs", path);
   args.push("--dev", "/dev", "--size", String(plan.shmBytes), "--tmpfs", "/dev/shm");

@@ -380,7 +380,7 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
     for (let attempt = 0; attempt < 5 && !proc; attempt++) {
       port = 20000 + Math.floor(Math.random() * 20000);
       const candidate = await networked.doSpawn!(sandbox, {
-        // On every interface: under bubblewrap the port is forwarded to the sandbox's own address.
+        // On every interface: without isolation the port is the host's own; under bubblewrap either works.
         command: { argv: ["python3", "-m", "http.server", String(port), "--bind", "0.0.0.0"] },
         signal: new AbortController().signal,
         onStdout: () => {},
@@ -389,7 +389,7 @@ describe.each(MODES)("lifecycle (%s)", (mode) => {
       const info = await networked.doExposePort!(sandbox, port, { ...call(), private: false });
       expect(info.url).toBe(`http://127.0.0.1:${port}`);
       const answered = await eventually(async () => {
-        // A connection made before the server listens waits (the forward retries): bound each attempt.
+        // A connection made before the server listens is refused: bound each attempt, and retry.
         const response = await fetch(`${info.url}/index.txt`, { signal: AbortSignal.timeout(3_000) }).catch(
           () => undefined,
         );
