@@ -13,9 +13,11 @@ import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
  * - `setTimeout` is native within Vercel's rule: a session's timeout can be extended, not shortened.
  * - `exposePort` is native for the ports declared at create (Vercel's routes); `egressControl` through the
  *   network policy.
- * - `snapshot` is unsupported: a Vercel snapshot stops the sandbox and seeds new ones; nothing restores a
- *   running sandbox in place, which `snapshots.restore()` promises. `fork` is unsupported: Vercel forks
- *   from the source's last snapshot, not from its live state.
+ * - `snapshot` is native: `sandbox.snapshot()` (the whole disk; it stops the session, so the provider
+ *   resumes the sandbox from it), restore by making the snapshot the sandbox's `currentSnapshotId` and
+ *   starting a new session, list and delete through the SDK's snapshot calls. `fork` is native:
+ *   `Sandbox.fork()` of a snapshot taken the moment fork is called (Vercel forks from the source's current
+ *   snapshot, not its live state). Both keep files only: the session restarts, so running commands end.
  * - `pause`, `pty` (the interactive shell needs Vercel's WebSocket relay), `privatePreview`, `ssh`,
  *   `proxiedFetch`, `volumes` (drives), `gpu`, `region`, `secretsVault`, `codeInterpreter` are not offered
  *   by this provider.
@@ -39,8 +41,8 @@ export const vercelCapabilities = {
   egressControl: "native",
   ssh: "unsupported",
   proxiedFetch: "unsupported",
-  snapshot: "unsupported",
-  fork: "unsupported",
+  snapshot: "native",
+  fork: "native",
   volumes: "unsupported",
   gpu: "unsupported",
   region: "unsupported",

@@ -23,6 +23,13 @@ import { networkPolicyOf } from "./vercel-network.js";
 import { resolveVercelOptions, type VercelProviderOptions } from "./vercel-options.js";
 import { exposePort, listPorts } from "./vercel-ports.js";
 import { type VercelSandbox, vercelSecrets } from "./vercel-sdk.js";
+import {
+  createSnapshot,
+  deleteSnapshot,
+  forkSandbox,
+  listSnapshots,
+  restoreSnapshot,
+} from "./vercel-snapshots.js";
 
 /** What `sandbox.raw()` returns for a Vercel sandbox: the SDK's `Sandbox`. */
 export type VercelSandboxNative = VercelSandbox;
@@ -71,5 +78,11 @@ export function vercel(options: VercelProviderOptions = {}): VercelProvider {
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       await s.native.updateNetworkPolicy(networkPolicyOf(policy), { signal });
     },
+
+    doCreateSnapshot: (s, { signal, name }) => createSnapshot(resolved, s, name, signal),
+    doRestoreSnapshot: (s, ref, { signal }) => restoreSnapshot(resolved, s, ref, signal),
+    doListSnapshots: (s, { signal }) => listSnapshots(s, signal),
+    doDeleteSnapshot: (_s, ref, { signal }) => deleteSnapshot(resolved, ref, signal),
+    doFork: (s, { signal, count }) => forkSandbox(resolved, s, count, signal),
   }) as VercelProvider;
 }
