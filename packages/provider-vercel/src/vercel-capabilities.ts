@@ -6,8 +6,9 @@ import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
  * - `streaming` is native: commands start detached and their output is followed through the NDJSON logs
  *   stream (no HTTP request lasts as long as the command); `background`, `killProcess`, `stdin` (Vercel's
  *   commands have none) and `filesWatch` are emulated by the core over it (E3-E6), as are the file
- *   operations the API lacks (list, stat, remove, rename) and `metrics` (E8). `filesUpload` is emulated
- *   too: the SDK's `writeFiles` takes whole buffers, not streams.
+ *   operations the API lacks (list, stat, remove, rename) and `metrics` (E8).
+ * - `filesUpload` is native: reads stream the body of `fs/read`; writes go through the SDK's tarball upload
+ *   (`writeFiles`), in uploads of 8 MiB appended in the sandbox (the SDK holds each upload in memory).
  * - `stop` is native: the session ends and `resume` starts a new one; a persistent sandbox (the provider's
  *   default) keeps its files.
  * - `setTimeout` is native within Vercel's rule: a session's timeout can be extended, not shortened.
@@ -33,7 +34,7 @@ export const vercelCapabilities = {
   stdin: "emulated",
   pty: "unsupported",
   filesWatch: "emulated",
-  filesUpload: "emulated",
+  filesUpload: "native",
   codeInterpreter: "unsupported",
   statefulKernel: "unsupported",
   exposePort: "native",

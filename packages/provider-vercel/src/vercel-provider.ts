@@ -7,7 +7,7 @@ import {
 } from "./vercel-capabilities.js";
 import { exec, execStream } from "./vercel-commands.js";
 import { mapVercelError } from "./vercel-errors.js";
-import { makeDir, readFile, writeFile } from "./vercel-files.js";
+import { makeDir, readFile, readFileStream, writeFile, writeFileStream } from "./vercel-files.js";
 import {
   connectSandbox,
   createSandbox,
@@ -67,6 +67,8 @@ export function vercel(options: VercelProviderOptions = {}): VercelProvider {
     doReadFile: (s, path, { signal }) => readFile(s, path, signal),
     doWriteFile: (s, path, data, { signal, mode }) => writeFile(s, path, data, mode, signal),
     doMkdir: (s, path, { signal, recursive }) => makeDir(s, path, recursive, signal),
+    doReadFileStream: (s, path, { signal }) => readFileStream(s, path, signal),
+    doWriteFileStream: (s, path, data, { signal, mode }) => writeFileStream(s, path, data, mode, signal),
 
     doList: (filter, { signal }) => listSandboxes(resolved, filter, signal),
     doStop: (s, { signal }) => stopSandbox(s, signal),

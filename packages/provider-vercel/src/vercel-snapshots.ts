@@ -107,7 +107,10 @@ function notFound(id: string): SandboxError {
 }
 
 /** `snapshots.list`: this sandbox's snapshots that still exist, newest first. */
-export async function listSnapshots(sandbox: VercelDriverSandbox, signal: AbortSignal): Promise<SnapshotRef[]> {
+export async function listSnapshots(
+  sandbox: VercelDriverSandbox,
+  signal: AbortSignal,
+): Promise<SnapshotRef[]> {
   const pages = await sandbox.native.listSnapshots({ signal, sortOrder: "desc" });
   const refs: SnapshotRef[] = [];
   for await (const snapshot of pages as AsyncIterable<{ id: string; status: string; createdAt: number }>) {

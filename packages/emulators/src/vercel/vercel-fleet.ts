@@ -24,6 +24,7 @@ import {
   SANDBOX_CWD,
 } from "./vercel-limits.js";
 import { egressOf, type VercelNetworkPolicy } from "./vercel-network.js";
+import { launchOf, probeLayout, type VercelLayout } from "./vercel-user.js";
 
 /** An API answer: status and JSON body. */
 export interface VercelAnswer {
@@ -116,6 +117,8 @@ export class VercelSession {
   timeout: number;
   networkPolicy: VercelNetworkPolicy;
   cwd: string = SANDBOX_CWD;
+  /** Who runs the session's commands and file calls (set at boot). */
+  layout: VercelLayout = { cwd: SANDBOX_CWD };
   machine: Sandbox<AnyCapabilities> | undefined;
   readonly commands: Map<string, VercelCommand> = new Map();
   timer: EmulatorTimer | undefined;
@@ -318,14 +321,10 @@ export class VercelFleet {
     }
     session.machine = machine;
     try {
-      const probe = await machine.commands.run([
-        "sh",
-        "-c",
-        `mkdir -p ${SANDBOX_CWD} 2>/dev/null && cd ${SANDBOX_CWD} 2>/dev/null && pwd || pwd`,
-      ]);
-      session.cwd = probe.stdout.trim() || SANDBOX_CWD;
+      session.layout = await probeLayout(machine);
+      session.cwd = session.layout.cwd;
       if (image) await this.restore(machine, session.cwd, image);
-      if (source) await this.fetchSource(machine, session.cwd, source);
+      if (source) await this.fetchSource(machine, session.layout, source);
     } catch (error) {
       session.status = "failed";
       this.sessions.delete(session.id);
@@ -349,9 +348,10 @@ export class VercelFleet {
 
   private async fetchSource(
     machine: Sandbox<AnyCapabilities>,
-    cwd: string,
+    layout: VercelLayout,
     source: BootSource,
   ): Promise<void> {
+    const cwd = layout.cwd;
     const argv =
       source.type === "git"
         ? [
@@ -363,7 +363,11 @@ export class VercelFleet {
             cwd,
           ]
         : ["sh", "-c", 'curl -fsSL -- "$1" | tar -xz -C "$2"', "sh", source.url, cwd];
-    const result = await machine.commands.run(argv, { timeoutMs: 120_000 });
+    // Fetched as the session's user, so the files are its own as on the service.
+    const asUser = (command: string[]) =>
+      launchOf(layout, { command: command[0]!, args: command.slice(1), env: {}, sudo: false });
+    const fetch = asUser(argv);
+    const result = await machine.commands.run(fetch.argv, { timeoutMs: 120_000, env: fetch.env });
     if (result.exitCode !== 0) {
       throw new VercelApiError(
         apiError(
@@ -374,7 +378,8 @@ export class VercelFleet {
       );
     }
     if (source.type === "git" && source.revision !== undefined) {
-      const checkout = await machine.commands.run(["git", "-C", cwd, "checkout", source.revision]);
+      const step = asUser(["git", "-C", cwd, "checkout", source.revision]);
+      const checkout = await machine.commands.run(step.argv, { env: step.env });
       if (checkout.exitCode !== 0) {
         throw new VercelApiError(
           apiError(400, "source_fetch_failed", `revision ${source.revision} could not be checked out`),
