@@ -8,7 +8,11 @@
 import { execFileSync } from "node:child_process";
 import { Sandbox } from "@vercel/sandbox";
 import { afterAll, describe, expect, test } from "vitest";
-import { startVercelEmulator, VERCEL_DOCKER_DEFAULT_IMAGE, type VercelEmulator } from "../src/vercel/index.js";
+import {
+  startVercelEmulator,
+  VERCEL_DOCKER_DEFAULT_IMAGE,
+  type VercelEmulator,
+} from "../src/vercel/index.js";
 
 function hasBaseImage(): boolean {
   try {
@@ -33,7 +37,11 @@ async function open(backend: "docker" | "local"): Promise<{ emu: VercelEmulator;
 
 async function run(sandbox: Sandbox, params: Parameters<Sandbox["runCommand"]>[0] & object) {
   const result = await sandbox.runCommand({ ...params, detached: false } as never);
-  const done = result as unknown as { exitCode: number; stdout(): Promise<string>; stderr(): Promise<string> };
+  const done = result as unknown as {
+    exitCode: number;
+    stdout(): Promise<string>;
+    stderr(): Promise<string>;
+  };
   return { exitCode: done.exitCode, stdout: await done.stdout(), stderr: await done.stderr() };
 }
 
@@ -74,7 +82,9 @@ describe.skipIf(!docker)(
         "vercel-sandbox nested/dir",
         "vercel-sandbox nested/dir/a file $(x).txt",
       ]);
-      await expect(sandbox.writeFiles([{ path: "/etc/sbox-test", content: Buffer.from("x") }])).rejects.toThrow();
+      await expect(
+        sandbox.writeFiles([{ path: "/etc/sbox-test", content: Buffer.from("x") }]),
+      ).rejects.toThrow();
       const etc = await run(sandbox, { cmd: "test", args: ["-e", "/etc/sbox-test"] });
       expect(etc.exitCode).toBe(1);
       await expect(sandbox.readFileToBuffer({ path: "/etc/shadow" })).rejects.toThrow(/400/);
@@ -98,6 +108,25 @@ describe.skipIf(!docker)(
       expect(other.exitCode).not.toBe(0);
       expect(String(await alice.readFileToBuffer({ path: "secret.txt" }))).toBe("alice's");
       await sandbox.stop();
+    });
+
+    test("a snapshot is the whole disk: accounts and files outside the workdir come back in a sandbox made from it", async () => {
+      const { emu, sandbox } = await open("docker");
+      await sandbox.createUser("carol");
+      await run(sandbox, { cmd: "sh", args: ["-c", "echo kept > /tmp/outside.txt"], sudo: true });
+      const snapshot = await sandbox.snapshot();
+      const creds = { token: emu.token, teamId: emu.teamId, projectId: emu.projectId, fetch: emu.fetch };
+      const copy = await Sandbox.create({
+        ...creds,
+        source: { type: "snapshot", snapshotId: snapshot.snapshotId },
+      });
+      expect((await run(copy, { cmd: "id", args: ["-un", "carol"] })).stdout.trim()).toBe("carol");
+      expect((await run(copy, { cmd: "cat", args: ["/tmp/outside.txt"] })).stdout).toBe("kept\n");
+      expect((await run(copy, { cmd: "id", args: ["-un"] })).stdout.trim()).toBe("vercel-sandbox");
+      expect(snapshot.sizeBytes).toBeGreaterThan(0);
+      await copy.delete();
+      await snapshot.delete();
+      await sandbox.delete();
     });
   },
 );

@@ -12,6 +12,7 @@ import { posix } from "node:path";
 import { SandboxError } from "@sbox/core/spec";
 import type { VercelAuth } from "./vercel-auth.js";
 import { signalName, VercelCommand } from "./vercel-commands.js";
+import type { VercelDisk } from "./vercel-disk.js";
 import {
   apiError,
   type BootSource,
@@ -292,15 +293,15 @@ async function createSandbox(
     config.runtime = body.runtime;
   }
   const { source, snapshotId } = sourceOf(body.source);
-  let image: Uint8Array | undefined;
+  let disk: VercelDisk | undefined;
   if (snapshotId !== undefined) {
     const snapshot = ctx.fleet.liveSnapshot(snapshotId);
     if (!snapshot)
       throw new VercelApiError(apiError(410, "snapshot_not_found", `Snapshot not found: ${snapshotId}`));
-    image = snapshot.image;
+    disk = snapshot.disk;
     config.runtime = snapshot.runtime;
   }
-  await ctx.fleet.create(name, config, { image, snapshotId, source });
+  await ctx.fleet.create(name, config, { disk, snapshotId, source });
   return sandboxAnswer(ctx, name, false);
 }
 
@@ -333,7 +334,7 @@ async function forkSandbox(
     checkName(body.name) ?? `${sourceName.slice(0, 40)}-fork-${Math.random().toString(36).slice(2, 8)}`;
   // The service forks from the source's current snapshot (or its base environment when it has none).
   const snapshot = source.currentSnapshotId ? ctx.fleet.liveSnapshot(source.currentSnapshotId) : undefined;
-  await ctx.fleet.create(name, config, { image: snapshot?.image, snapshotId: snapshot?.id });
+  await ctx.fleet.create(name, config, { disk: snapshot?.disk, snapshotId: snapshot?.id });
   return sandboxAnswer(ctx, name, false);
 }
 
@@ -825,8 +826,7 @@ async function snapshotRoutes(
   if (!snapshot) return apiError(404, "snapshot_not_found", `Snapshot not found: ${id}`);
   if (method === "GET") return { status: 200, body: { snapshot: ctx.fleet.snapshotJSON(snapshot) } };
   if (method === "DELETE") {
-    snapshot.status = "deleted";
-    snapshot.updatedAt = ctx.fleet.clock.now();
+    ctx.fleet.deleteSnapshot(snapshot);
     return { status: 200, body: { snapshot: ctx.fleet.snapshotJSON(snapshot) } };
   }
   return apiError(405, "method_not_allowed", "Method not allowed");
