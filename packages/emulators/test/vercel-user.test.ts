@@ -110,6 +110,19 @@ describe.skipIf(!docker)(
       await sandbox.stop();
     });
 
+    test("commands take SIGINT and SIGQUIT as on the service (130, 131), though the backend starts them in a shell's background", async () => {
+      const { sandbox } = await open("docker");
+      for (const [signal, code] of [
+        ["SIGINT", 130],
+        ["SIGQUIT", 131],
+      ] as const) {
+        const command = await sandbox.runCommand({ cmd: "sleep", args: ["200"], detached: true });
+        await command.kill(signal);
+        expect((await command.wait()).exitCode).toBe(code);
+      }
+      await sandbox.stop();
+    });
+
     test("a snapshot is the whole disk: accounts and files outside the workdir come back in a sandbox made from it", async () => {
       const { emu, sandbox } = await open("docker");
       await sandbox.createUser("carol");

@@ -30,10 +30,13 @@ export interface VercelLayout {
   readonly cwd: string;
   /** The user commands run as, when the machine can switch to it; `undefined`: the backend's user. */
   readonly user?: VercelGuestUser | undefined;
+  /** True when `env --default-signal` is there to give commands SIGINT and SIGQUIT back (see below). */
+  readonly resetsSignals?: boolean | undefined;
 }
 
 /** One shell run at boot: makes the workdir, reports it and the default user when root can become it. */
 const LAYOUT_PROBE = `mkdir -p ${SANDBOX_CWD} 2>/dev/null; cd ${SANDBOX_CWD} 2>/dev/null; echo "cwd=$(pwd)"
+env --default-signal=INT,QUIT true 2>/dev/null && echo "signals=1"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
   e=$(getent passwd ${VERCEL_DEFAULT_USER} 2>/dev/null) && echo "user=$e"
 fi
@@ -48,11 +51,12 @@ export async function probeLayout(machine: Sandbox<AnyCapabilities>): Promise<Ve
     if (at > 0) facts.set(line.slice(0, at), line.slice(at + 1));
   }
   const cwd = facts.get("cwd")?.trim() || SANDBOX_CWD;
+  const base = { cwd, resetsSignals: facts.get("signals") === "1" };
   const fields = facts.get("user")?.split(":");
-  if (!fields || fields.length < 7) return { cwd };
+  if (!fields || fields.length < 7) return base;
   const [name, , uid, gid, , home] = fields;
-  if (name !== VERCEL_DEFAULT_USER || !/^\d+$/.test(uid ?? "") || !/^\d+$/.test(gid ?? "")) return { cwd };
-  return { cwd, user: { name, uid: Number(uid), gid: Number(gid), home: home || `/home/${name}` } };
+  if (name !== VERCEL_DEFAULT_USER || !/^\d+$/.test(uid ?? "") || !/^\d+$/.test(gid ?? "")) return base;
+  return { ...base, user: { name, uid: Number(uid), gid: Number(gid), home: home || `/home/${name}` } };
 }
 
 /** The argv prefix that runs what follows as `user` (uid, gid and the user's groups). */
@@ -78,7 +82,12 @@ export function launchOf(
     readonly sudo: boolean;
   },
 ): { argv: string[]; env: Record<string, string> } {
-  const argv = [request.command, ...request.args];
+  // A backend that starts commands in the background of a shell (provider-docker's detached runner) hands
+  // them SIGINT and SIGQUIT ignored, as POSIX shells do for `&` jobs; the service's commands take both, so
+  // they are reset to their defaults where `env` can (a command named NAME=VALUE would be read as a variable
+  // by env, so it goes as it is).
+  const reset = layout.resetsSignals === true && !request.command.includes("=");
+  const argv = [...(reset ? ["env", "--default-signal=INT,QUIT"] : []), request.command, ...request.args];
   const user = layout.user;
   if (!user) return { argv, env: { ...request.env } };
   if (request.sudo) {
@@ -89,7 +98,7 @@ export function launchOf(
       SUDO_USER: user.name,
       SUDO_UID: String(user.uid),
       SUDO_GID: String(user.gid),
-      SUDO_COMMAND: argv.join(" ").slice(0, 4096),
+      SUDO_COMMAND: [request.command, ...request.args].join(" ").slice(0, 4096),
     };
     return { argv, env: { ...env, ...request.env } };
   }
