@@ -555,7 +555,9 @@ async function writeFiles(
     );
   };
   // The service extracts as the session's user: its directories are made by that user, and a directory
-  // it cannot write to fails the call. The files' bytes are then written by the backend and handed over.
+  // it cannot write to fails the call. The files' bytes are then written by the backend and handed over
+  // (a directory swapped for a symlink between the check and the write gains the guest's user nothing it
+  // lacks: it has password-less sudo, and the backend's write stays inside the machine).
   const dirs = [
     ...new Set(planned.map(({ entry, path }) => (entry.type === "dir" ? path : posix.dirname(path)))),
   ];
