@@ -49,6 +49,9 @@ if [[ -x scripts/start-dockerd.sh ]]; then
   scripts/build-debian-image.sh
   # E2B's base template layout (user `user`, /home/user, sudo, python3) for the E2B emulator's docker backend.
   scripts/build-e2b-base-image.sh
+  # A Vercel sandbox's layout (user `vercel-sandbox` with sudo, /vercel/sandbox, node) for the Vercel
+  # emulator's docker backend: its sudo tests and the SDK's own multi-user tests need root in the guest.
+  scripts/build-vercel-base-image.sh
 fi
 
 step "unprivileged test user"

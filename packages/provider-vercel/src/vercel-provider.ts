@@ -7,7 +7,7 @@ import {
 } from "./vercel-capabilities.js";
 import { exec, execStream } from "./vercel-commands.js";
 import { mapVercelError } from "./vercel-errors.js";
-import { makeDir, readFile, writeFile } from "./vercel-files.js";
+import { makeDir, readFile, readFileStream, writeFile, writeFileStream } from "./vercel-files.js";
 import {
   connectSandbox,
   createSandbox,
@@ -23,6 +23,13 @@ import { networkPolicyOf } from "./vercel-network.js";
 import { resolveVercelOptions, type VercelProviderOptions } from "./vercel-options.js";
 import { exposePort, listPorts } from "./vercel-ports.js";
 import { type VercelSandbox, vercelSecrets } from "./vercel-sdk.js";
+import {
+  createSnapshot,
+  deleteSnapshot,
+  forkSandbox,
+  listSnapshots,
+  restoreSnapshot,
+} from "./vercel-snapshots.js";
 
 /** What `sandbox.raw()` returns for a Vercel sandbox: the SDK's `Sandbox`. */
 export type VercelSandboxNative = VercelSandbox;
@@ -60,6 +67,8 @@ export function vercel(options: VercelProviderOptions = {}): VercelProvider {
     doReadFile: (s, path, { signal }) => readFile(s, path, signal),
     doWriteFile: (s, path, data, { signal, mode }) => writeFile(s, path, data, mode, signal),
     doMkdir: (s, path, { signal, recursive }) => makeDir(s, path, recursive, signal),
+    doReadFileStream: (s, path, { signal }) => readFileStream(s, path, signal),
+    doWriteFileStream: (s, path, data, { signal, mode }) => writeFileStream(s, path, data, mode, signal),
 
     doList: (filter, { signal }) => listSandboxes(resolved, filter, signal),
     doStop: (s, { signal }) => stopSandbox(s, signal),
@@ -71,5 +80,11 @@ export function vercel(options: VercelProviderOptions = {}): VercelProvider {
     async doSetEgress(s, policy: EgressPolicy, { signal }) {
       await s.native.updateNetworkPolicy(networkPolicyOf(policy), { signal });
     },
+
+    doCreateSnapshot: (s, { signal, name }) => createSnapshot(resolved, s, name, signal),
+    doRestoreSnapshot: (s, ref, { signal }) => restoreSnapshot(resolved, s, ref, signal),
+    doListSnapshots: (s, { signal }) => listSnapshots(s, signal),
+    doDeleteSnapshot: (_s, ref, { signal }) => deleteSnapshot(resolved, ref, signal),
+    doFork: (s, { signal, count }) => forkSandbox(resolved, s, count, signal),
   }) as VercelProvider;
 }

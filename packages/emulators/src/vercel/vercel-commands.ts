@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { AnyCapabilities, Sandbox, SandboxProcess } from "@sbox/core";
 import type { EmulatorClock, EmulatorTimer } from "../clock.js";
+import { launchOf, type VercelLayout } from "./vercel-user.js";
 
 /** One line of a command's log. */
 export type VercelLogLine =
@@ -51,6 +52,8 @@ export interface VercelCommandRequest {
   readonly cwd: string;
   readonly env: Readonly<Record<string, string>>;
   readonly timeoutMs?: number | undefined;
+  /** Run as root (the API's `sudo`) rather than as the session's user. */
+  readonly sudo?: boolean | undefined;
 }
 
 /** A command of a session: its process, its kept output, its exit. */
@@ -96,17 +99,19 @@ export class VercelCommand {
     })();
   }
 
-  /** Starts `request` in `sandbox`; rejects when the backend cannot start it (a missing binary, a bad cwd). */
+  /**
+   * Starts `request` in `sandbox` as the session's layout says (its user, or root for `sudo`); rejects when
+   * the backend cannot start it (a missing binary, a bad cwd).
+   */
   static async start(
     sandbox: Sandbox<AnyCapabilities>,
     sessionId: string,
     request: VercelCommandRequest,
     clock: EmulatorClock,
+    layout: VercelLayout,
   ): Promise<VercelCommand> {
-    const process = await sandbox.commands.spawn([request.command, ...request.args], {
-      cwd: request.cwd,
-      env: request.env,
-    });
+    const { argv, env } = launchOf(layout, { ...request, sudo: request.sudo === true });
+    const process = await sandbox.commands.spawn(argv, { cwd: request.cwd, env });
     return new VercelCommand(sessionId, request, process, clock);
   }
 

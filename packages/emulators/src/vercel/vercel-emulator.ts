@@ -24,7 +24,7 @@ import { serveVercelApi } from "./vercel-routes.js";
 import { serveVercelRoute } from "./vercel-routes-proxy.js";
 
 /** The image the docker backend runs sessions from. */
-export const VERCEL_DOCKER_DEFAULT_IMAGE = "sbox-debian:bookworm";
+export const VERCEL_DOCKER_DEFAULT_IMAGE = "sbox-vercel-base:latest";
 
 /** The API origin the SDK calls. */
 export const VERCEL_API_ORIGIN = "https://vercel.com/api";

@@ -6,9 +6,8 @@
  * starting a new session). A persistent sandbox keeps its files across sessions; a snapshot (which stops
  * the session, as on the service) seeds new sandboxes (`source: { type: "snapshot" }`) and forks.
  *
- * Files are carried between backend sandboxes as a tarball of the working directory (`/vercel/sandbox`,
- * or the backend's own working directory where `/` is read-only): the files of the workdir survive,
- * nothing outside it, and no process does — on the service a snapshot is the whole disk.
+ * A snapshot's disk is the backend's own whole-disk snapshot where it has one, else a tarball of the
+ * working directory (`vercel-disk.ts`); no process survives either, as on the service.
  */
 import { randomBytes } from "node:crypto";
 import type { AnyCapabilities, Sandbox, SandboxSpec } from "@sbox/core";
@@ -17,6 +16,15 @@ import type { EmulatorBackend } from "../backend.js";
 import type { EmulatorClock, EmulatorTimer } from "../clock.js";
 import type { VercelCommand } from "./vercel-commands.js";
 import {
+  captureDisk,
+  DiskError,
+  diskSize,
+  dropDisk,
+  specFrom,
+  unpackDisk,
+  type VercelDisk,
+} from "./vercel-disk.js";
+import {
   DEFAULT_REGION,
   DEFAULT_SESSION_TIMEOUT_MS,
   DEFAULT_VCPUS,
@@ -24,6 +32,7 @@ import {
   SANDBOX_CWD,
 } from "./vercel-limits.js";
 import { egressOf, type VercelNetworkPolicy } from "./vercel-network.js";
+import { launchOf, probeLayout, type VercelLayout } from "./vercel-user.js";
 
 /** An API answer: status and JSON body. */
 export interface VercelAnswer {
@@ -88,14 +97,14 @@ export interface VercelSandboxRecord {
   currentSnapshotId?: string | undefined;
 }
 
-/** A snapshot: the workdir's files of a session. */
+/** A snapshot: the disk of a session. */
 export interface VercelSnapshot {
   readonly id: string;
   readonly sourceSessionId: string;
   readonly sandboxName: string;
   readonly region: string;
   status: "created" | "deleted" | "failed";
-  readonly image: Uint8Array;
+  readonly disk: VercelDisk;
   readonly createdAt: number;
   updatedAt: number;
   readonly expiresAt?: number | undefined;
@@ -116,6 +125,8 @@ export class VercelSession {
   timeout: number;
   networkPolicy: VercelNetworkPolicy;
   cwd: string = SANDBOX_CWD;
+  /** Who runs the session's commands and file calls (set at boot). */
+  layout: VercelLayout = { cwd: SANDBOX_CWD };
   machine: Sandbox<AnyCapabilities> | undefined;
   readonly commands: Map<string, VercelCommand> = new Map();
   timer: EmulatorTimer | undefined;
@@ -168,8 +179,6 @@ export interface VercelFleetOptions {
   /** How long a snapshot lives when the request names no expiration (default 30 days, the service's). */
   readonly snapshotExpirationMs?: number | undefined;
 }
-
-const IMAGE_PATH = "/tmp/.sbox-vercel-image.tgz";
 
 /** The sandboxes, sessions and snapshots of one emulator. */
 export class VercelFleet {
@@ -239,7 +248,7 @@ export class VercelFleet {
       sourceSessionId: snapshot.sourceSessionId,
       region: snapshot.region,
       status: snapshot.status,
-      sizeBytes: snapshot.image.byteLength,
+      sizeBytes: diskSize(snapshot.disk),
       ...(snapshot.expiresAt === undefined ? {} : { expiresAt: snapshot.expiresAt }),
       createdAt: snapshot.createdAt,
       updatedAt: snapshot.updatedAt,
@@ -247,12 +256,12 @@ export class VercelFleet {
     };
   }
 
-  /** Creates a sandbox named `name` and boots its first session (seeded with `image` when given). */
+  /** Creates a sandbox named `name` and boots its first session (from `disk` when given). */
   async create(
     name: string,
     config: VercelSandboxConfig,
     seed: {
-      image?: Uint8Array | undefined;
+      disk?: VercelDisk | undefined;
       snapshotId?: string | undefined;
       source?: BootSource | undefined;
     },
@@ -268,7 +277,7 @@ export class VercelFleet {
     this.sandboxes.set(name, record);
     this.sessions.set(session.id, session);
     try {
-      await this.boot(session, seed.image, seed.source);
+      await this.boot(session, seed.disk, seed.source);
     } catch (error) {
       this.sandboxes.delete(name);
       throw error;
@@ -276,10 +285,10 @@ export class VercelFleet {
     return record;
   }
 
-  /** Starts `session`'s backend sandbox, lays out the workdir, restores `image`, arms the timeout. */
+  /** Starts `session`'s backend sandbox from `disk`, lays out the workdir, arms the timeout. */
   private async boot(
     session: VercelSession,
-    image: Uint8Array | undefined,
+    disk: VercelDisk | undefined,
     source?: BootSource,
   ): Promise<void> {
     const spec: SandboxSpec = { env: { ...session.config.env } };
@@ -299,7 +308,7 @@ export class VercelFleet {
     }
     let machine: Sandbox<AnyCapabilities>;
     try {
-      machine = await this.options.backend.create(spec);
+      machine = await this.options.backend.create(specFrom(disk, spec));
     } catch (error) {
       session.status = "failed";
       // What the backend refuses to enforce (an allow-list on provider-local) is the request's problem.
@@ -318,14 +327,20 @@ export class VercelFleet {
     }
     session.machine = machine;
     try {
-      const probe = await machine.commands.run([
-        "sh",
-        "-c",
-        `mkdir -p ${SANDBOX_CWD} 2>/dev/null && cd ${SANDBOX_CWD} 2>/dev/null && pwd || pwd`,
-      ]);
-      session.cwd = probe.stdout.trim() || SANDBOX_CWD;
-      if (image) await this.restore(machine, session.cwd, image);
-      if (source) await this.fetchSource(machine, session.cwd, source);
+      session.layout = await probeLayout(machine);
+      session.cwd = session.layout.cwd;
+      await unpackDisk(machine, session.cwd, disk).catch((error: unknown) => {
+        throw error instanceof DiskError
+          ? new VercelApiError(
+              apiError(
+                500,
+                "internal_server_error",
+                `the filesystem could not be restored: ${error.message}`,
+              ),
+            )
+          : error;
+      });
+      if (source) await this.fetchSource(machine, session.layout, source);
     } catch (error) {
       session.status = "failed";
       this.sessions.delete(session.id);
@@ -349,9 +364,10 @@ export class VercelFleet {
 
   private async fetchSource(
     machine: Sandbox<AnyCapabilities>,
-    cwd: string,
+    layout: VercelLayout,
     source: BootSource,
   ): Promise<void> {
+    const cwd = layout.cwd;
     const argv =
       source.type === "git"
         ? [
@@ -363,7 +379,11 @@ export class VercelFleet {
             cwd,
           ]
         : ["sh", "-c", 'curl -fsSL -- "$1" | tar -xz -C "$2"', "sh", source.url, cwd];
-    const result = await machine.commands.run(argv, { timeoutMs: 120_000 });
+    // Fetched as the session's user, so the files are its own as on the service.
+    const asUser = (command: string[]) =>
+      launchOf(layout, { command: command[0]!, args: command.slice(1), env: {}, sudo: false });
+    const fetch = asUser(argv);
+    const result = await machine.commands.run(fetch.argv, { timeoutMs: 120_000, env: fetch.env });
     if (result.exitCode !== 0) {
       throw new VercelApiError(
         apiError(
@@ -374,7 +394,8 @@ export class VercelFleet {
       );
     }
     if (source.type === "git" && source.revision !== undefined) {
-      const checkout = await machine.commands.run(["git", "-C", cwd, "checkout", source.revision]);
+      const step = asUser(["git", "-C", cwd, "checkout", source.revision]);
+      const checkout = await machine.commands.run(step.argv, { env: step.env });
       if (checkout.exitCode !== 0) {
         throw new VercelApiError(
           apiError(400, "source_fetch_failed", `revision ${source.revision} could not be checked out`),
@@ -406,47 +427,15 @@ export class VercelFleet {
     this.extend(session, timeout - session.timeout);
   }
 
-  /** The tarball of the workdir of `machine`. */
-  private async capture(machine: Sandbox<AnyCapabilities>, cwd: string): Promise<Uint8Array> {
-    const packed = await machine.commands.run(["tar", "-czf", IMAGE_PATH, "-C", cwd, "."], {
-      timeoutMs: 120_000,
-    });
-    if (packed.exitCode !== 0) {
-      throw new VercelApiError(
-        apiError(500, "snapshot_failed", `the filesystem could not be captured: ${packed.stderr.trim()}`),
-      );
-    }
-    const image = await machine.files.read(IMAGE_PATH);
-    await Promise.resolve(machine.commands.run(["rm", "-f", IMAGE_PATH])).catch(() => undefined);
-    return image;
-  }
-
-  private async restore(machine: Sandbox<AnyCapabilities>, cwd: string, image: Uint8Array): Promise<void> {
-    await machine.files.write(IMAGE_PATH, image);
-    const unpacked = await machine.commands.run(["tar", "-xzf", IMAGE_PATH, "-C", cwd], {
-      timeoutMs: 120_000,
-    });
-    await Promise.resolve(machine.commands.run(["rm", "-f", IMAGE_PATH])).catch(() => undefined);
-    if (unpacked.exitCode !== 0) {
-      throw new VercelApiError(
-        apiError(
-          500,
-          "internal_server_error",
-          `the filesystem could not be restored: ${unpacked.stderr.trim()}`,
-        ),
-      );
-    }
-  }
-
   /**
    * Stops a session: its commands end (followers get the `sandbox_stopped` line), the backend sandbox goes.
-   * A persistent sandbox's workdir is kept as a snapshot (`creationMethod: "stop"`) its next session
+   * A persistent sandbox's disk is kept as a snapshot (`creationMethod: "stop"`) its next session
    * starts from, as the service snapshots a persistent sandbox when it stops.
    */
   async stopSession(
     session: VercelSession,
     why: "request" | "timeout" | "snapshot" | "delete",
-  ): Promise<{ image?: Uint8Array | undefined; snapshot?: VercelSnapshot | undefined }> {
+  ): Promise<{ disk?: VercelDisk | undefined; snapshot?: VercelSnapshot | undefined }> {
     if (session.status !== "running") return {};
     session.timer?.cancel();
     const now = this.clock.now();
@@ -458,10 +447,10 @@ export class VercelFleet {
     for (const command of session.commands.values()) command.abandon("sandbox_stopped", message);
     const record = this.sandboxes.get(session.sandboxName);
     const machine = session.machine;
-    let image: Uint8Array | undefined;
+    let disk: VercelDisk | undefined;
     if (machine) {
       const keep = why === "snapshot" || (why !== "delete" && record?.config.persistent === true);
-      if (keep) image = await this.capture(machine, session.cwd).catch(() => undefined);
+      if (keep) disk = await captureDisk(this.options.backend, machine, session.cwd).catch(() => undefined);
       session.machine = undefined;
       await this.options.backend.release(machine).catch(() => undefined);
     }
@@ -469,15 +458,15 @@ export class VercelFleet {
     session.stoppedAt = this.clock.now();
     session.updatedAt = session.stoppedAt;
     const snapshot =
-      image && why !== "snapshot"
-        ? this.keepSnapshot(session, image, session.config.snapshotExpiration, "stop")
+      disk && why !== "snapshot"
+        ? this.keepSnapshot(session, disk, session.config.snapshotExpiration, "stop")
         : undefined;
-    return { image, snapshot };
+    return { disk, snapshot };
   }
 
   private keepSnapshot(
     session: VercelSession,
-    image: Uint8Array,
+    disk: VercelDisk,
     expirationMs: number | undefined,
     creationMethod: "api" | "stop",
   ): VercelSnapshot {
@@ -489,7 +478,7 @@ export class VercelFleet {
       sandboxName: session.sandboxName,
       region: session.config.region,
       status: "created",
-      image,
+      disk,
       createdAt: now,
       updatedAt: now,
       ...(ttl === 0 ? {} : { expiresAt: now + ttl }),
@@ -520,16 +509,16 @@ export class VercelFleet {
     this.sessions.set(session.id, session);
     record.session = session;
     record.updatedAt = this.clock.now();
-    await this.boot(session, snapshot?.image);
+    await this.boot(session, snapshot?.disk);
     return true;
   }
 
   /** Takes a snapshot of a running session, which stops it (the service's behaviour). */
   async snapshot(session: VercelSession, expirationMs: number | undefined): Promise<VercelSnapshot> {
-    const { image } = await this.stopSession(session, "snapshot");
-    if (!image)
+    const { disk } = await this.stopSession(session, "snapshot");
+    if (!disk)
       throw new VercelApiError(apiError(500, "snapshot_failed", "the filesystem could not be captured"));
-    return this.keepSnapshot(session, image, expirationMs ?? session.config.snapshotExpiration, "api");
+    return this.keepSnapshot(session, disk, expirationMs ?? session.config.snapshotExpiration, "api");
   }
 
   /** A live snapshot by id (`undefined` when unknown, deleted or expired). */
@@ -537,10 +526,18 @@ export class VercelFleet {
     const snapshot = this.snapshots.get(id);
     if (snapshot?.status !== "created") return undefined;
     if (snapshot.expiresAt !== undefined && snapshot.expiresAt <= this.clock.now()) {
-      snapshot.status = "deleted";
+      this.deleteSnapshot(snapshot);
       return undefined;
     }
     return snapshot;
+  }
+
+  /** Deletes a snapshot: it is reported `deleted` from now on, and what it held on the backend is freed. */
+  deleteSnapshot(snapshot: VercelSnapshot): void {
+    if (snapshot.status === "deleted") return;
+    snapshot.status = "deleted";
+    snapshot.updatedAt = this.clock.now();
+    void dropDisk(snapshot.disk).catch(() => undefined);
   }
 
   /** Deletes a sandbox: its running session stops, its name is free again. */
@@ -554,6 +551,13 @@ export class VercelFleet {
     if (this.closed) return;
     this.closed = true;
     await Promise.allSettled([...this.sessions.values()].map((s) => this.stopSession(s, "delete")));
+    // Every snapshot goes with the emulator: the backend's (docker images) are deleted, not left behind.
+    await Promise.allSettled(
+      [...this.snapshots.values()].map(async (snapshot) => {
+        snapshot.status = "deleted";
+        await dropDisk(snapshot.disk);
+      }),
+    );
   }
 
   /** Default config for a sandbox created without fields. */

@@ -8,9 +8,11 @@
  * unknown, 409 name taken, 410 stopped session or gone snapshot).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { posix } from "node:path";
 import { SandboxError } from "@sbox/core/spec";
 import type { VercelAuth } from "./vercel-auth.js";
 import { signalName, VercelCommand } from "./vercel-commands.js";
+import type { VercelDisk } from "./vercel-disk.js";
 import {
   apiError,
   type BootSource,
@@ -30,6 +32,7 @@ import {
 } from "./vercel-limits.js";
 import { NetworkPolicyError, parseNetworkPolicy } from "./vercel-network.js";
 import { readTarGz, TarFormatError } from "./vercel-tar.js";
+import { chownToUser, runAsUser } from "./vercel-user.js";
 
 /** What the routes need. */
 export interface VercelRouteContext {
@@ -290,15 +293,15 @@ async function createSandbox(
     config.runtime = body.runtime;
   }
   const { source, snapshotId } = sourceOf(body.source);
-  let image: Uint8Array | undefined;
+  let disk: VercelDisk | undefined;
   if (snapshotId !== undefined) {
     const snapshot = ctx.fleet.liveSnapshot(snapshotId);
     if (!snapshot)
       throw new VercelApiError(apiError(410, "snapshot_not_found", `Snapshot not found: ${snapshotId}`));
-    image = snapshot.image;
+    disk = snapshot.disk;
     config.runtime = snapshot.runtime;
   }
-  await ctx.fleet.create(name, config, { image, snapshotId, source });
+  await ctx.fleet.create(name, config, { disk, snapshotId, source });
   return sandboxAnswer(ctx, name, false);
 }
 
@@ -331,7 +334,7 @@ async function forkSandbox(
     checkName(body.name) ?? `${sourceName.slice(0, 40)}-fork-${Math.random().toString(36).slice(2, 8)}`;
   // The service forks from the source's current snapshot (or its base environment when it has none).
   const snapshot = source.currentSnapshotId ? ctx.fleet.liveSnapshot(source.currentSnapshotId) : undefined;
-  await ctx.fleet.create(name, config, { image: snapshot?.image, snapshotId: snapshot?.id });
+  await ctx.fleet.create(name, config, { disk: snapshot?.disk, snapshotId: snapshot?.id });
   return sandboxAnswer(ctx, name, false);
 }
 
@@ -470,6 +473,8 @@ async function startCommand(
   const cwd = body.cwd === undefined || body.cwd === null ? session.cwd : body.cwd;
   if (typeof cwd !== "string" || cwd === "") bad("cwd must be a string");
   const timeoutMs = positiveInteger(body.timeout, "timeout");
+  if (body.sudo !== undefined && body.sudo !== null && typeof body.sudo !== "boolean")
+    bad("sudo must be a boolean");
   const machine = session.machine!;
   let command: VercelCommand;
   try {
@@ -482,8 +487,10 @@ async function startCommand(
         cwd: cwd.startsWith("/") ? cwd : `${session.cwd}/${cwd}`,
         env: { ...session.config.env, ...env },
         timeoutMs,
+        sudo: body.sudo === true,
       },
       ctx.fleet.clock,
+      session.layout,
     );
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
@@ -529,28 +536,56 @@ async function writeFiles(
     throw error;
   }
   const machine = session.machine!;
-  for (const entry of entries) {
+  const planned = entries.map((entry) => {
     if (entry.name.split("/").includes(".."))
       bad(`entry ${JSON.stringify(entry.name)} escapes the extraction directory`);
+    if (entry.type !== "dir" && entry.type !== "file")
+      bad(`entry ${JSON.stringify(entry.name)}: symlinks are not written by the emulator`);
     const path = entry.name.startsWith("/") ? entry.name : `${extractDir.replace(/\/+$/, "")}/${entry.name}`;
+    return { entry, path };
+  });
+  const failed = (path: string, error: unknown): never => {
+    if (error instanceof VercelApiError) throw error;
+    throw new VercelApiError(
+      apiError(
+        400,
+        "file_write_failed",
+        `${path}: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
+  };
+  // The service extracts as the session's user: its directories are made by that user, and a directory
+  // it cannot write to fails the call. The files' bytes are then written by the backend and handed over
+  // (a directory swapped for a symlink between the check and the write gains the guest's user nothing it
+  // lacks: it has password-less sudo, and the backend's write stays inside the machine).
+  const dirs = [
+    ...new Set(planned.map(({ entry, path }) => (entry.type === "dir" ? path : posix.dirname(path)))),
+  ];
+  const made = await runAsUser(machine, session.layout, USER_MKDIRS, dirs);
+  if (made && made.exitCode !== 0) failed(dirs.join(", "), new Error(made.stderr.trim()));
+  const written: string[] = [];
+  for (const { entry, path } of planned) {
     try {
-      if (entry.type === "dir") await machine.files.mkdir(path, { recursive: true });
-      else if (entry.type === "file")
+      if (entry.type === "dir") {
+        if (!made) await machine.files.mkdir(path, { recursive: true });
+      } else {
         await machine.files.write(path, entry.data, entry.mode ? { mode: entry.mode } : {});
-      else bad(`entry ${JSON.stringify(entry.name)}: symlinks are not written by the emulator`);
+        written.push(path);
+      }
     } catch (error) {
-      if (error instanceof VercelApiError) throw error;
-      throw new VercelApiError(
-        apiError(
-          400,
-          "file_write_failed",
-          `${path}: ${error instanceof Error ? error.message : String(error)}`,
-        ),
-      );
+      failed(path, error);
     }
   }
+  await chownToUser(machine, session.layout, written).catch((error: unknown) => failed(written[0]!, error));
   return { status: 200, body: {} };
 }
+
+/** Makes each directory given (as the session's user) and checks that user can write into it. */
+const USER_MKDIRS =
+  'for d in "$@"; do mkdir -p -- "$d" || exit 1; [ -w "$d" ] || { echo "$d: Permission denied" >&2; exit 1; }; done';
+
+/** Opens a file as the session's user without reading it: the user's permissions decide, as on the service. */
+const USER_CAN_READ = 'head -c 0 -- "$1"';
 
 async function readFile(
   session: VercelSession,
@@ -559,6 +594,13 @@ async function readFile(
 ): Promise<VercelAnswer | undefined> {
   const path = resolvePath(session, body.path, body.cwd);
   const machine = session.machine!;
+  const access = await runAsUser(machine, session.layout, USER_CAN_READ, [path]);
+  if (access && access.exitCode !== 0) {
+    if (/No such file/i.test(access.stderr)) {
+      return { status: 404, body: { error: { code: "file_not_found", message: `File not found: ${path}` } } };
+    }
+    throw new VercelApiError(apiError(400, "file_read_failed", `${path}: ${access.stderr.trim()}`));
+  }
   let data: Uint8Array;
   try {
     data = await machine.files.read(path);
@@ -580,6 +622,16 @@ async function readFile(
 
 async function mkdir(session: VercelSession, body: Json): Promise<VercelAnswer> {
   const path = resolvePath(session, body.path, body.cwd);
+  const made = await runAsUser(session.machine!, session.layout, 'mkdir -- "$1"', [path]);
+  if (made) {
+    if (made.exitCode === 0) return { status: 200, body: {} };
+    const [status, name] = /File exists/i.test(made.stderr)
+      ? [409, "file_exists"]
+      : /No such file/i.test(made.stderr)
+        ? [404, "file_not_found"]
+        : [400, "mkdir_failed"];
+    throw new VercelApiError(apiError(status, name, `${path}: ${made.stderr.trim()}`));
+  }
   try {
     await session.machine!.files.mkdir(path, { recursive: false });
   } catch (error) {
@@ -776,8 +828,7 @@ async function snapshotRoutes(
   if (!snapshot) return apiError(404, "snapshot_not_found", `Snapshot not found: ${id}`);
   if (method === "GET") return { status: 200, body: { snapshot: ctx.fleet.snapshotJSON(snapshot) } };
   if (method === "DELETE") {
-    snapshot.status = "deleted";
-    snapshot.updatedAt = ctx.fleet.clock.now();
+    ctx.fleet.deleteSnapshot(snapshot);
     return { status: 200, body: { snapshot: ctx.fleet.snapshotJSON(snapshot) } };
   }
   return apiError(405, "method_not_allowed", "Method not allowed");
