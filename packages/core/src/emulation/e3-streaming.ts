@@ -38,6 +38,8 @@ const WHAT = "the command";
  *   short grace, and the call rejects with the signal's reason when that is a `SandboxError` (the
  *   `Timeout` of E7), else with `Aborted`. Killing uses its own signal, never the aborted one.
  * - `request.onStarted` gets a control that sends a signal to the command's process group (`handle.kill()`).
+ *   A POSIX shell starts the detached command with SIGINT and SIGQUIT ignored (an asynchronous list without
+ *   job control), and a shell cannot trap a signal ignored on entry: those two do not reach it here.
  * - The run directory is removed when the command ended and its output was delivered, or after a kill.
  */
 export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderDriver["doExecStream"]> {
