@@ -12,7 +12,7 @@ const POLITE = "trap 'echo got-TERM; exit 3' TERM; echo ready; while :; do sleep
  * ends it. Each member appends to its heartbeat file (`$1` parent, `$2` child) so the kit can tell it stopped.
  */
 const STUBBORN_TREE =
-  "trap '' TERM; (while :; do echo x >> \"$1\"; sleep 0.2; done) & while :; do echo y >> \"$2\"; sleep 0.2; done";
+  'trap \'\' TERM; (while :; do echo x >> "$1"; sleep 0.2; done) & while :; do echo y >> "$2"; sleep 0.2; done';
 
 /** How long a polite command may take to start and be seen running (a slow remote included). */
 const START_MS = 30_000;
@@ -113,7 +113,7 @@ export function killCases(): ConformanceCase[] {
     {
       id: "exec.kill.exact-signal",
       title:
-        "handle.kill(\"SIGKILL\") sends SIGKILL alone, at once: a SIGTERM handler never runs, and the handle settles with SIGKILL",
+        'handle.kill("SIGKILL") sends SIGKILL alone, at once: a SIGTERM handler never runs, and the handle settles with SIGKILL',
       requires: ["killProcess"],
       timeoutMs: 90_000,
       async run(ctx) {

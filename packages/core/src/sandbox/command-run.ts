@@ -146,7 +146,11 @@ export function runCommand(
       };
       if (signalling === "abort") return abort(plan.signal);
       // Before the command runs there is nothing to signal yet: wait for it (or its end), bounded.
-      if (!started && !ended && !(await settlesWithin(Promise.race([control.promise, done]), START_WAIT_MS))) {
+      if (
+        !started &&
+        !ended &&
+        !(await settlesWithin(Promise.race([control.promise, done]), START_WAIT_MS))
+      ) {
         return abort(plan.signal);
       }
       const running = started;
