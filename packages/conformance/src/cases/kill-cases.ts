@@ -1,5 +1,5 @@
 import type { CommandHandle, ExecResult, Sandbox } from "@sbox/core";
-import { check, expectEqual, show } from "../assertions.js";
+import { check, expectEqual, show, sleep } from "../assertions.js";
 import type { ConformanceCase } from "../conformance-case.js";
 import { shArgs } from "../sandbox-scripts.js";
 import { heartbeatFiles, waitForNonEmpty } from "./case-helpers.js";
@@ -13,6 +13,19 @@ const POLITE = "trap 'echo got-TERM; exit 3' TERM; echo ready; while :; do sleep
  */
 const STUBBORN_TREE =
   'trap \'\' TERM; (while :; do echo x >> "$1"; sleep 0.2; done) & while :; do echo y >> "$2"; sleep 0.2; done';
+
+/**
+ * Lists the command lines of the sandbox's processes, one a line, from /proc (what `ps -eo args` shows,
+ * also on images without procps).
+ */
+const PROCESS_LIST = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < \"$f\" 2>/dev/null; echo; done";
+
+/** The command lines of the sandbox's processes that carry `marker` (this listing itself excluded). */
+async function processesCarrying(sandbox: Sandbox, marker: string): Promise<string[]> {
+  const listed = await sandbox.commands.run(["sh", "-c", PROCESS_LIST]);
+  check(listed.exitCode === 0, `listing the sandbox's processes failed: ${show(listed)}`);
+  return listed.stdout.split("\n").filter((line) => line.includes(marker) && !line.includes("/proc/"));
+}
 
 /** How long a polite command may take to start and be seen running (a slow remote included). */
 const START_MS = 30_000;
@@ -126,6 +139,50 @@ export function killCases(): ConformanceCase[] {
           `expected no SIGTERM handler to run on kill("SIGKILL"), got stdout ${show(ended.stdout)}`,
         );
         check(killedBySigkill(ended), `expected the command to end by SIGKILL, got ${show(ended)}`);
+      },
+    },
+    {
+      id: "exec.kill.hostile-tree",
+      title:
+        "handle.kill() of a tree that ignores every signal it can leaves none of it running; where the provider signals its execs natively, that includes a child that left for a new session",
+      requires: ["killProcess"],
+      timeoutMs: 120_000,
+      async run(ctx) {
+        const sandbox = await ctx.sharedSandbox();
+        const marker = `sbox-hostile-${ctx.runId.replace(/[^A-Za-z0-9]/g, "").slice(-12)}`;
+        const loop = "trap '' TERM HUP INT QUIT USR1 USR2; while :; do sleep 0.1; done";
+        // Where the core signals the command (E3: its process group), a child in a new session is out of reach.
+        const native = ctx.provider.execSignals === true && ctx.mode !== "primitives-only";
+        const script = [
+          "trap '' TERM HUP INT",
+          ...(native ? [`setsid sh -c ${JSON.stringify(loop)} ${marker}-session &`] : []),
+          `sh -c ${JSON.stringify(`(${loop}) & ${loop}`)} ${marker}-group &`,
+          "echo ready",
+          "while :; do sleep 0.1; done",
+        ].join("\n");
+        const { handle, result } = await runUntilReady(sandbox, script);
+        const expected = native ? 3 : 2;
+        const deadline = Date.now() + 10_000;
+        let running = await processesCarrying(sandbox, marker);
+        while (running.length < expected && Date.now() < deadline) {
+          await sleep(200);
+          running = await processesCarrying(sandbox, marker);
+        }
+        check(
+          running.length >= expected,
+          `expected ${expected} hostile processes to start, saw ${show(running)}`,
+        );
+        await handle.kill(undefined, { graceMs: 500 });
+        const ended = await result;
+        check(killedBySigkill(ended), `expected the hostile tree to end by SIGKILL, got ${show(ended)}`);
+        // The kill has been sent and the command is gone; its tree must be too, at once or very soon.
+        const gone = Date.now() + 5_000;
+        let left = await processesCarrying(sandbox, marker);
+        while (left.length > 0 && Date.now() < gone) {
+          await sleep(250);
+          left = await processesCarrying(sandbox, marker);
+        }
+        check(left.length === 0, `expected nothing of the hostile tree left running, found ${show(left)}`);
       },
     },
   ];
