@@ -107,4 +107,9 @@ describe("handle.kill() on a provider's own streaming exec", () => {
     // The abort is this driver's SIGKILL of the group: no handler ran.
     expect(result).toMatchObject({ stdout: "ready\n", exitCode: 143, signal: "SIGTERM" });
   });
+
+  test("a declaration whose execSignals is not a boolean is refused by defineProvider", () => {
+    const bad = { ...streamingProvider(true), execSignals: "yes" as unknown as boolean };
+    expect(() => defineProvider(bad)).toThrow(/execSignals must be a boolean/);
+  });
 });
