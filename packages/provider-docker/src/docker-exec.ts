@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import { abortErrorOf, type DriverExit, SandboxError } from "@sbox/core/spec";
+import { abortErrorOf, type DriverExecRequest, type DriverExit, SandboxError } from "@sbox/core/spec";
 import type Dockerode from "dockerode";
 import { DockerDemuxer } from "./docker-demux.js";
 import { bounded, type DockerEngine } from "./docker-engine.js";
@@ -22,6 +22,8 @@ export interface DockerExecInput {
   onStderr(chunk: Uint8Array): void;
   /** Back-pressure: while its promise is pending the connection is paused (see `DriverOutputCallbacks`). */
   readonly ready?: (() => PromiseLike<void> | undefined) | undefined;
+  /** Handed a way to signal the running command's tree once it started (`DriverExecRequest.onStarted`). */
+  readonly onStarted?: DriverExecRequest["onStarted"];
 }
 
 /** How long killing a tree after an abort may take before the abort is reported anyway. */
@@ -67,6 +69,45 @@ export async function exitOf(
     }
     await sleep(delay);
     delay = Math.min(delay * 2, 100);
+  }
+}
+
+/** How often, and how far apart, a signal is tried again while a just-started command is not in /proc yet. */
+const SIGNAL_RETRIES = 20;
+const SIGNAL_RETRY_MS = 50;
+
+/**
+ * Signals the tree of a running exec (every process tagged with `marker`) with exactly `signal`, as root so
+ * a command run as any user is reached. A command that was started but is not visible yet is looked for
+ * again for up to a second; one that ended (`running()` false) is no error. Rejects when the helper fails.
+ */
+export async function signalExec(
+  engine: DockerEngine,
+  container: Dockerode.Container,
+  marker: string,
+  signal: string,
+  running: () => boolean,
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const out = await runBuffered(
+      engine,
+      container,
+      killMarkerCommand(marker, signal),
+      AbortSignal.timeout(KILL_BOUND_MS),
+      { killOnAbort: false, user: "0" },
+    );
+    if (out.exitCode === 0) return;
+    if (out.exitCode !== 3) {
+      throw new SandboxError(
+        "Provider",
+        `docker: signalling the command failed: ${out.stderr.toString("utf8").trim()}`,
+        {
+          retryable: false,
+        },
+      );
+    }
+    if (!running() || attempt >= SIGNAL_RETRIES) return;
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_RETRY_MS));
   }
 }
 
@@ -274,6 +315,19 @@ async function runWatchedExec(
   });
   streamEnded.catch(() => undefined);
   streamEnded.finally(started).catch(() => undefined);
+
+  let streamOpen = true;
+  streamEnded.then(
+    () => {
+      streamOpen = false;
+    },
+    () => {
+      streamOpen = false;
+    },
+  );
+  input.onStarted?.({
+    signal: (name) => signalExec(engine, container, marker, name, () => streamOpen && !signal.aborted),
+  });
 
   let stdinFailure: unknown;
   if (attachStdin && input.stdin !== undefined) {

@@ -76,6 +76,7 @@ function execInput(request: DriverExecRequest) {
     user: request.user,
     stdin: request.stdin,
     signal: request.signal,
+    onStarted: request.onStarted,
   };
 }
 
@@ -102,6 +103,8 @@ export function docker(options: DockerProviderOptions = {}): DockerProvider {
     capabilities: dockerCapabilities,
     flags: dockerFlags,
     honours: dockerHonours,
+    // Every exec hands `handle.kill()` a way to signal its tree (found by its marker: docker-exec.ts).
+    execSignals: true,
     mapError: (error, { operation }) => toDockerError(error, operation),
 
     async doCreate(spec, { signal }) {

@@ -201,6 +201,13 @@ export async function execStream(
   const handle = await start(ctx, sandbox, request, request, hasStdin, "exec");
   const exit = waitForExit(handle);
   exit.catch(() => {});
+  // `handle.kill(signal)`: exactly that signal to the command's tree; a command already gone is no error.
+  request.onStarted?.({
+    signal: (name) =>
+      killProcessTree(ctx, sandbox, handle.pid, name).catch((error: unknown) => {
+        if (!(SandboxError.isInstance(error) && error.code === "NotFound")) throw error;
+      }),
+  });
   // A command may run as long as it likes, but not on a sandbox that stopped answering.
   const lost = new AbortController();
   const stopWatching = watchLiveness(ctx, sandbox, (error) => lost.abort(error));

@@ -72,6 +72,8 @@ export function e2b(options: E2BProviderOptions = {}): E2BProvider {
     capabilities: e2bCapabilities,
     flags: e2bFlags(resolved.pauseKeepsMemory),
     honours: e2bHonours,
+    // Every exec hands `handle.kill()` a way to signal its tree (by the pid the daemon reports).
+    execSignals: true,
     secrets: () => e2bSecrets(resolved),
     mapError: mapE2BError,
 

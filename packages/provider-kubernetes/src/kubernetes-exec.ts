@@ -11,7 +11,7 @@
  * frame, no pong) for `requestTimeoutMs` the command rejects with `Timeout` instead of waiting forever.
  */
 import { randomBytes } from "node:crypto";
-import type { DriverExit } from "@sbox/core/spec";
+import type { DriverExecRequest, DriverExit } from "@sbox/core/spec";
 import type WebSocket from "ws";
 import { abortedError, type KubernetesCluster } from "./kubernetes-cluster.js";
 import { kubernetesError } from "./kubernetes-errors.js";
@@ -36,7 +36,13 @@ export interface PodExecInput {
   readonly killOnAbort?: boolean | undefined;
   onStdout(chunk: Uint8Array): void;
   onStderr(chunk: Uint8Array): void;
+  /** Handed a way to signal the running command's tree once it started (`DriverExecRequest.onStarted`). */
+  readonly onStarted?: DriverExecRequest["onStarted"];
 }
+
+/** How often, and how far apart, a signal is tried again while a just-started command is not in /proc yet. */
+const SIGNAL_RETRIES = 20;
+const SIGNAL_RETRY_MS = 50;
 
 /** A started exec. */
 export interface PodExecSession {
@@ -307,7 +313,42 @@ export class PodExec {
   /** Runs a command to its end. */
   async run(target: PodTarget, input: PodExecInput): Promise<DriverExit> {
     const session = await this.start(target, input);
+    let running = true;
+    session.exit.then(
+      () => {
+        running = false;
+      },
+      () => {
+        running = false;
+      },
+    );
+    input.onStarted?.({
+      signal: (name) => this.signal(target, session.marker, name, () => running && !input.signal.aborted),
+    });
     return session.exit;
+  }
+
+  /**
+   * Signals the tree of a running exec (every process tagged with `marker`) with exactly `signal`. A command
+   * that was started but is not visible yet is looked for again for up to a second; one that ended
+   * (`running()` false) is no error. Rejects when the helper fails.
+   */
+  async signal(target: PodTarget, marker: string, signal: string, running: () => boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.helper(
+        target,
+        killMarkerArgv(marker, signal),
+        AbortSignal.timeout(KILL_BOUND_MS),
+      );
+      if (result.exitCode === 0) return;
+      if (result.exitCode !== 3)
+        throw kubernetesError(
+          "Provider",
+          `kubernetes: signalling the command failed: ${result.stderr.trim()}`,
+        );
+      if (!running() || attempt >= SIGNAL_RETRIES) return;
+      await new Promise((resolve) => setTimeout(resolve, SIGNAL_RETRY_MS));
+    }
   }
 
   /** Runs a short helper command and returns its output and exit code. */

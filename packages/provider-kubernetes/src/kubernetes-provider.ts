@@ -126,6 +126,8 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
     specificationVersion: "v1" as const,
     name: PROVIDER_NAME,
     honours: kubernetesHonours,
+    // Every exec hands `handle.kill()` a way to signal its tree (found by its marker: kubernetes-exec.ts).
+    execSignals: true,
     ...(resolved.workdir ? { workdir: resolved.workdir } : {}),
     // The core removes every credential the cluster sent (token, password, client key, an exec
     // plugin's token) from every error, cause chain included.
@@ -159,6 +161,7 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
         {
           argv: argvOf(request.command),
           stdin: request.stdin,
+          onStarted: request.onStarted,
           onStdout: (chunk) => out.push(new Uint8Array(chunk)),
           onStderr: (chunk) => err.push(new Uint8Array(chunk)),
         },
@@ -179,6 +182,7 @@ export function kubernetes(options: KubernetesProviderOptions = {}): KubernetesP
         {
           argv: argvOf(request.command),
           stdin: request.stdin,
+          onStarted: request.onStarted,
           onStdout: (chunk) => request.onStdout(new Uint8Array(chunk)),
           onStderr: (chunk) => request.onStderr(new Uint8Array(chunk)),
         },

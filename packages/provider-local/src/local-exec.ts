@@ -156,6 +156,7 @@ async function runOnce(
       for (const { stream, chunk } of held) (stream === "out" ? output.onStdout : output.onStderr)(chunk);
       held.length = 0;
       feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+      handOverControl();
     };
 
     const killTree = (signal: string): Promise<void> => {
@@ -167,6 +168,15 @@ async function runOnce(
         spare: isolation.mode === "bwrap" ? { exes: launch.spareExes } : undefined,
       }).then(() => {});
     };
+    // `handle.kill(signal)`: exactly that signal to the command's tree (found by its tag, also processes that
+    // left its group); the command then ends as it chooses and its exit is reported as usual.
+    const handOverControl = () =>
+      request.onStarted?.({
+        signal: async (name) => {
+          if (signalNumber(name) === undefined) throw localError("Validation", `unknown signal ${name}`);
+          if (exit === undefined && !settled) await killTree(name);
+        },
+      });
     const onAbort = () => {
       if (killing) return;
       const graceful = requestedSignal(request.signal.reason);
@@ -245,7 +255,9 @@ async function runOnce(
     child.on("close", () => finish());
     request.signal.addEventListener("abort", onAbort, { once: true });
     if (request.signal.aborted) onAbort();
-    if (ready) feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
-    else child.stdin.on("error", () => {});
+    if (ready) {
+      feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+      handOverControl();
+    } else child.stdin.on("error", () => {});
   });
 }

@@ -804,6 +804,8 @@ export function local(
     flags: localFlags,
     honours,
     ...(requested === "bwrap" ? { workdir: "/workspace" } : {}),
+    // Its execs hand `handle.kill()` a way to signal the command's tree (local-exec.ts).
+    execSignals: true,
     // What a driver method throws leaves through here (defineProvider): errno codes a sandbox on disk gives.
     mapError: (error: unknown, { operation }: { operation: string }) => toLocalError(error, operation),
   };

@@ -5,7 +5,7 @@ import type {
   DriverExitV1 as DriverExit,
   DriverOutputCallbacksV1 as DriverOutputCallbacks,
 } from "@sbox/core/spec";
-import { SandboxError } from "@sbox/core/spec";
+import { SandboxError, signalNumber } from "@sbox/core/spec";
 import type { VercelDriverSandbox } from "./vercel-lifecycle.js";
 import { VERCEL_PROVIDER_NAME } from "./vercel-names.js";
 
@@ -87,6 +87,19 @@ async function follow(
   };
   if (request.signal.aborted) onAbort();
   else request.signal.addEventListener("abort", onAbort, { once: true });
+  // `handle.kill(signal)`: Vercel's own kill, with exactly that signal (by number: the API takes any).
+  request.onStarted?.({
+    signal: async (name) => {
+      const number = signalNumber(name);
+      if (number === undefined) {
+        throw new SandboxError("Validation", `vercel: unknown signal ${JSON.stringify(name)}`, {
+          provider: VERCEL_PROVIDER_NAME,
+          retryable: false,
+        });
+      }
+      await command.kill(number);
+    },
+  });
   try {
     for await (const line of command.logs({ signal: stop.signal })) {
       if (line.stream === "stdout") callbacks.onStdout(line.data);

@@ -54,6 +54,8 @@ export function vercel(options: VercelProviderOptions = {}): VercelProvider {
     capabilities: vercelCapabilities,
     flags: vercelFlags(resolved.persistent),
     honours: vercelHonours,
+    // Every exec hands `handle.kill()` Vercel's own kill of the command, with the signal asked for.
+    execSignals: true,
     secrets: () => vercelSecrets(resolved),
     mapError: mapVercelError,
 

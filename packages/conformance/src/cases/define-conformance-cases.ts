@@ -7,6 +7,7 @@ import { execCases } from "./exec-cases.js";
 import { execEdgeCases } from "./exec-edge-cases.js";
 import { extraCases } from "./extra-cases.js";
 import { filesCases } from "./files-cases.js";
+import { killCases } from "./kill-cases.js";
 import { lifecycleCases } from "./lifecycle-cases.js";
 import { lifecycleEffectCases } from "./lifecycle-effect-cases.js";
 import { manifestCases } from "./manifest-cases.js";
@@ -35,6 +36,7 @@ export function defineConformanceCases(ownCases: readonly ConformanceCase[] = []
     ...primitiveCases(),
     ...execCases(),
     ...execEdgeCases(),
+    ...killCases(),
     ...backgroundCases(),
     ...filesCases(),
     ...watchCases(),

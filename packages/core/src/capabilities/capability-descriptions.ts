@@ -109,7 +109,7 @@ export const EMULATION_DESCRIPTIONS: readonly EmulationDescription[] = [
     emulates: "streaming",
     builtFrom: "buffered exec",
     mustHold:
-      "the command runs detached writing to files; one poller per sandbox reads every followed command in one exec per tick; bounded memory",
+      "the command runs detached writing to files; one poller per sandbox reads every followed command in one exec per tick; bounded memory; `handle.kill()` signals its process group",
   },
   {
     id: "E4",

@@ -82,5 +82,9 @@ export function checkProviderManifest(provider: SandboxProvider): ManifestProble
       message: `execStdin must be "bytes", "text" or "none", got ${JSON.stringify(execStdin)}`,
     });
   }
+  const execSignals: unknown = provider.execSignals;
+  if (execSignals !== undefined && typeof execSignals !== "boolean") {
+    problems.push({ message: `execSignals must be a boolean, got ${JSON.stringify(execSignals)}` });
+  }
   return problems;
 }

@@ -1,9 +1,19 @@
+import { SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
+import { normalizeSignal } from "../sandbox/signal-names.js";
 import type { ProviderDriver } from "../spec/provider-spec.js";
 import { abortReasonOf } from "./e7-timeout.js";
 import { type EmulationContext, stateDirOf } from "./emulation-context.js";
 import { newExitTokens } from "./exit-proof.js";
-import { detachedScript, killAndRemove, newRunId, RUN_FILES, startDetached } from "./output-detached.js";
+import {
+  detachedScript,
+  housekeepingSignal,
+  killAndRemove,
+  killGroupScript,
+  newRunId,
+  RUN_FILES,
+  startDetached,
+} from "./output-detached.js";
 import { followRun } from "./output-poller.js";
 import { uploadToFile } from "./shell-exec-upload.js";
 
@@ -27,6 +37,9 @@ const WHAT = "the command";
  * - When `request.signal` aborts, the command's whole process group gets SIGTERM, then SIGKILL after a
  *   short grace, and the call rejects with the signal's reason when that is a `SandboxError` (the
  *   `Timeout` of E7), else with `Aborted`. Killing uses its own signal, never the aborted one.
+ * - `request.onStarted` gets a control that sends a signal to the command's process group (`handle.kill()`).
+ *   A POSIX shell starts the detached command with SIGINT and SIGQUIT ignored (an asynchronous list without
+ *   job control), and a shell cannot trap a signal ignored on entry: those two do not reach it here.
  * - The run directory is removed when the command ended and its output was delivered, or after a kill.
  */
 export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderDriver["doExecStream"]> {
@@ -53,6 +66,21 @@ export function emulatedExecStream(ctx: EmulationContext): NonNullable<ProviderD
         removeWhenDone: true,
       });
       pid = run.pid;
+      const group = run.pid;
+      // `handle.kill(signal)`: the command's process group gets exactly the signal asked for; the run then
+      // ends as the command decides (a handler's output and exit code are followed like any other).
+      request.onStarted?.({
+        signal: async (name) => {
+          const result = await ctx.exec(sandbox, killGroupScript(group, normalizeSignal(name, "SIGTERM")), {
+            signal: housekeepingSignal(),
+          });
+          if (result.exitCode !== 0) {
+            throw new SandboxError("Provider", `signalling the command failed (exit ${result.exitCode})`, {
+              provider: ctx.provider,
+            });
+          }
+        },
+      });
       return await followRun(ctx, sandbox, {
         dir,
         signal: request.signal,

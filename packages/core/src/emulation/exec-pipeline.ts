@@ -44,6 +44,8 @@ export interface ExecPipelineOptions {
   readonly streaming: CapabilityLevel;
   /** Effective level of `stdin`: without a native one, live stdin goes through E3's stdin file. */
   readonly stdin: CapabilityLevel;
+  /** Whether the provider's own exec primitives hand over a way to signal a running command (`onStarted`). */
+  readonly execSignals: boolean;
   /** E3, built lazily over {@link ExecPipeline.shell}. */
   readonly emulatedStream: () => NonNullable<ProviderDriver["doExecStream"]>;
 }
@@ -54,6 +56,12 @@ export interface ExecPipeline {
   readonly shell: ShellExec;
   /** Runs a user command to its end, streaming output as produced where the capability levels allow. */
   run(sandbox: Parameters<ProviderDriver["doExec"]>[0], request: PipelineRequest): Promise<PipelineExit>;
+  /**
+   * How `run` lets a running command be signalled (`request.onStarted`): `"native"` the provider's exec
+   * hands over its own means, `"emulated"` E3 signals the detached command's process group, `"abort"`
+   * nothing can: `onStarted` is never called and only aborting the exec ends the command.
+   */
+  signalling(request: Pick<PipelineRequest, "stdin">): "native" | "emulated" | "abort";
   /**
    * The command, cwd and env for a path that does or does not honour cwd/env itself: E1 puts them into the
    * command when it does not. Paths that apply E1 inside a detached command (E3, E4) honour them.
@@ -125,6 +133,7 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
     if (prepared.env !== undefined) driverRequest.env = prepared.env;
     if (request.stdin !== undefined) driverRequest.stdin = request.stdin;
     if (request.user !== undefined) driverRequest.user = request.user;
+    if (request.onStarted !== undefined && options.execSignals) driverRequest.onStarted = request.onStarted;
     const parser = marker?.createParser();
     // Whether the provider gave stdout as text: then it is not raw bytes (`ShellResult.rawStdout`).
     let textStdout = false;
@@ -183,13 +192,16 @@ export function createExecPipeline(options: ExecPipelineOptions): ExecPipeline {
     };
   };
 
+  /** Whether a user command runs on E3: live stdin needs the provider's own stdin, else E3 feeds it from a file. */
+  const runsOnE3 = (request: Pick<PipelineRequest, "stdin">): boolean =>
+    (request.stdin !== undefined && options.stdin !== "native") || options.streaming === "emulated";
+
   return {
     shell,
     prepare,
+    signalling: (request) => (runsOnE3(request) ? "emulated" : options.execSignals ? "native" : "abort"),
     async run(sandbox, request) {
-      // Live stdin needs the provider's own stdin; otherwise the emulated stream feeds it from a file.
-      const stdinNeedsEmulation = request.stdin !== undefined && options.stdin !== "native";
-      if (stdinNeedsEmulation || options.streaming === "emulated") {
+      if (runsOnE3(request)) {
         const { command, cwd, env } = prepare(request.command, request, true);
         const exit = await options.emulatedStream()(sandbox, { ...request, command, cwd, env });
         return requireExitCode(exit, undefined);

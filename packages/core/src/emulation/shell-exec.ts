@@ -17,6 +17,7 @@ export function createShellExec(provider: SandboxProvider): ShellExec {
     doExec: provider.doExec.bind(provider),
     streaming: "unsupported",
     stdin: provider.capabilities.stdin,
+    execSignals: false,
     emulatedStream: () => {
       throw new SandboxError("InvalidState", "a bare shell exec has no emulated stream", {
         retryable: false,

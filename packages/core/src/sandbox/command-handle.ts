@@ -1,6 +1,6 @@
 import type { SandboxError } from "../errors/sandbox-error.js";
 import { AsyncQueue } from "./async-queue.js";
-import type { CommandHandle, ExecResult, OutputEvent } from "./sandbox-types.js";
+import type { CommandHandle, ExecResult, KillOptions, OutputEvent } from "./sandbox-types.js";
 import { Utf8StreamDecoder } from "./utf8-stream-decoder.js";
 
 /** Where a running command delivers its output, and how its producer learns to pause (`ready`). */
@@ -45,7 +45,7 @@ export class RunningCommand implements CommandHandle {
   constructor(
     options: HandleOptions,
     execute: (sink: OutputSink) => Promise<{ exitCode: number; signal?: string | undefined }>,
-    private readonly onKill: (signal?: string) => Promise<void>,
+    private readonly onKill: (signal?: string, options?: KillOptions) => Promise<void>,
   ) {
     const collect = options.collectOutput ?? true;
     const out = new Utf8StreamDecoder();
@@ -113,8 +113,8 @@ export class RunningCommand implements CommandHandle {
     return this.events[Symbol.asyncIterator]();
   }
 
-  kill(signal?: string): Promise<void> {
-    return this.onKill(signal);
+  kill(signal?: string, options?: KillOptions): Promise<void> {
+    return this.onKill(signal, options);
   }
 }
 

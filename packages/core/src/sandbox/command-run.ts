@@ -1,15 +1,20 @@
 import { withTimeout } from "../emulation/e7-timeout.js";
 import { validateEnv } from "../emulation/shell-quote.js";
 import { SandboxError } from "../errors/sandbox-error.js";
-import type { DriverCommand } from "../spec/provider-spec.js";
+import type { DriverCommand, DriverExecControl } from "../spec/provider-spec.js";
 import { failedCommand, RunningCommand } from "./command-handle.js";
+import { type KillPlan, killGracefully, planKill, settlesWithin } from "./graceful-kill.js";
 import { resolveCwd } from "./resolve-cwd.js";
 import { failure, invalidInput, requireCapability, type SandboxContext } from "./sandbox-context.js";
 import type { CommandHandle, RunOptions } from "./sandbox-types.js";
-import { exitCodeForSignal, normalizeSignal } from "./signal-names.js";
+import { exitCodeForSignal } from "./signal-names.js";
 
 /** After an abort, how long a driver may take to settle before the handle rejects without it. */
 const ABORT_SETTLE_MS = 10_000;
+/** How long `kill()` waits for a command that has not started yet before it aborts the exec instead. */
+const START_WAIT_MS = 30_000;
+/** After SIGKILL, how long the provider may take to report the command's end before its exec is aborted. */
+const KILL_SETTLE_MS = 10_000;
 
 /** Why a run's signal was aborted by `handle.kill()`: the command ends with this signal instead of failing. */
 class KillRequest {
@@ -62,6 +67,13 @@ export function validateRunOptions(options: RunOptions): void {
 /**
  * `commands.run`: validates, then hands the command to the exec pipeline under the command's deadline
  * (E7) and its `kill()`. Invalid input gives a handle that rejects (the call itself never throws).
+ *
+ * `kill(signal?, { graceMs })` follows the plan of `planKill` (SIGTERM, then SIGKILL after the grace; or
+ * exactly the signal named). Whether a signal can reach the running command is the exec pipeline's
+ * decision (`signalling`): through the control the provider's exec or E3 hands over (`onStarted`), after
+ * which the command ends as it chooses and its own exit is reported; where nothing can signal it, by
+ * aborting the exec, reported as ended by the signal asked for. Bounded: a command that has not started
+ * within START_WAIT_MS, or is not reported gone KILL_SETTLE_MS after SIGKILL, is aborted.
  */
 export function runCommand(
   context: SandboxContext,
@@ -78,6 +90,15 @@ export function runCommand(
   }
   const kill = new AbortController();
   const stdin = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
+  const signalling = context.runtime.exec.signalling({ stdin });
+  // The means to signal the running command, once the exec hands it over; whether the run has ended.
+  let started: DriverExecControl | undefined;
+  let ended = false;
+  const control = deferred<void>();
+  const settled = deferred<void>();
+  const done = settled.promise;
+  /** Signals sent through the control, so an exit status of 128+n is named after the signal n sent. */
+  const sent: string[] = [];
   return new RunningCommand(
     options,
     async (sink) => {
@@ -94,8 +115,13 @@ export function runCommand(
           onStdout: sink.stdout,
           onStderr: sink.stderr,
           ready: sink.ready,
+          onStarted: (handed) => {
+            started ??= handed;
+            control.resolve();
+          },
         });
-        return await settleWithin(deadline.signal, run);
+        const exit = await settleWithin(deadline.signal, run);
+        return exit.signal === undefined ? { ...exit, signal: sentSignalOf(exit.exitCode, sent) } : exit;
       } catch (error) {
         if (kill.signal.aborted && kill.signal.reason instanceof KillRequest) {
           const signal = kill.signal.reason.signal;
@@ -103,14 +129,69 @@ export function runCommand(
         }
         throw failure(context, error, "commands.run");
       } finally {
+        ended = true;
+        settled.resolve();
         deadline.dispose();
       }
     },
-    async (signal) => {
-      const name = normalizeSignal(signal, "SIGKILL");
-      if (!kill.signal.aborted) kill.abort(new KillRequest(name));
+    async (signal, killOptions) => {
+      let plan: KillPlan;
+      try {
+        plan = planKill(signal, killOptions);
+      } catch (error) {
+        throw failure(context, error, "handle.kill");
+      }
+      const abort = (name: string): void => {
+        if (!kill.signal.aborted) kill.abort(new KillRequest(name));
+      };
+      if (signalling === "abort") return abort(plan.signal);
+      // Before the command runs there is nothing to signal yet: wait for it (or its end), bounded.
+      if (
+        !started &&
+        !ended &&
+        !(await settlesWithin(Promise.race([control.promise, done]), START_WAIT_MS))
+      ) {
+        return abort(plan.signal);
+      }
+      const running = started;
+      if (ended || running === undefined) return;
+      const send = async (name: string): Promise<void> => {
+        sent.push(name);
+        try {
+          await running.signal(name);
+        } catch (error) {
+          // A provider that could not deliver the signal still ends the command: by aborting its exec.
+          abort(name);
+          throw failure(context, error, "handle.kill");
+        }
+      };
+      await killGracefully(plan, send, (ms) => settlesWithin(done, ms));
+      // After SIGKILL the command must be gone soon; if the provider does not report its end, abort.
+      if (plan.signal === "SIGKILL" || plan.graceMs !== undefined) {
+        void settlesWithin(done, KILL_SETTLE_MS).then((gone) => {
+          if (!gone) abort("SIGKILL");
+        });
+      }
     },
   );
+}
+
+/** The signal among those sent that explains an exit status of 128+n, the last one first. */
+function sentSignalOf(exitCode: number, sent: readonly string[]): string | undefined {
+  for (let i = sent.length - 1; i >= 0; i--) {
+    const name = sent[i] as string;
+    if (exitCodeForSignal(name) === exitCode) return name;
+  }
+  return undefined;
+}
+
+/** A promise and the function that resolves it. */
+function deferred<T>(): { readonly promise: Promise<T>; resolve(value: T): void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
 }
 
 /** Resolves or rejects with `work`, but rejects at most ABORT_SETTLE_MS after `signal` aborts, never hangs. */

@@ -1,13 +1,13 @@
 /**
  * `kill()` without a signal asks first (SIGTERM) and insists (SIGKILL) only after a grace period, for a
- * background process (`process.kill()`) and by pid (`commands.kill(pid)`), on real processes of a shell
- * provider through the core's own background emulation.
+ * background process (`process.kill()`), by pid (`commands.kill(pid)`) and for a running command
+ * (`handle.kill()`), on real processes of a shell provider through the core's own emulations (E3, E4).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { shDriver } from "../../test/sh-driver.js";
 import { createSandboxClient } from "../client/create-sandbox-client.js";
 import { SandboxError } from "../errors/sandbox-error.js";
-import type { Sandbox, SandboxProcess } from "./sandbox-types.js";
+import type { CommandHandle, Sandbox, SandboxProcess } from "./sandbox-types.js";
 
 // A process that says it got SIGTERM and exits 3: only a SIGTERM that came first lets it say so.
 const POLITE = "trap 'echo got-TERM; exit 3' TERM; while :; do sleep 0.05; done";
@@ -16,6 +16,26 @@ const STUBBORN = "trap '' TERM; echo ready; while :; do sleep 0.05; done";
 
 async function started(process: SandboxProcess, marker: string): Promise<void> {
   for await (const chunk of process.stdout) if (chunk.includes(marker)) return;
+}
+
+/**
+ * Runs `script` and resolves once it printed `ready`, with its handle inside an object (a handle is
+ * awaitable: returned bare, the promise would wait for the command's end).
+ */
+async function runUntilReady(sandbox: Sandbox, script: string): Promise<{ handle: CommandHandle }> {
+  let seen = "";
+  let onReady!: () => void;
+  const ready = new Promise<void>((resolve) => {
+    onReady = resolve;
+  });
+  const handle = sandbox.commands.run(script, {
+    onStdout: (chunk) => {
+      seen += chunk;
+      if (seen.includes("ready")) onReady();
+    },
+  });
+  await Promise.race([ready, handle.then(() => undefined)]);
+  return { handle };
 }
 
 describe("kill() sends SIGTERM, then SIGKILL after a grace period", () => {
@@ -81,5 +101,64 @@ describe("kill() sends SIGTERM, then SIGKILL after a grace period", () => {
     }
     await process.kill("KILL");
     expect((await process.wait()).signal).toBe("SIGKILL");
+  });
+
+  test("handle.kill() lets a command that handles SIGTERM end on its own: its handler's output and exit code arrive", async () => {
+    const { handle } = await runUntilReady(sandbox, `echo ready; ${POLITE}`);
+    await handle.kill();
+    const result = await handle;
+    expect(result.stdout).toContain("got-TERM");
+    expect(result.exitCode).toBe(3);
+    expect(result.signal).toBeUndefined();
+  });
+
+  test("handle.kill() sends SIGKILL once the grace period has passed and SIGTERM was ignored", async () => {
+    const { handle } = await runUntilReady(sandbox, STUBBORN);
+    const before = Date.now();
+    await handle.kill(undefined, { graceMs: 400 });
+    expect(Date.now() - before).toBeGreaterThanOrEqual(390);
+    const result = await handle;
+    expect(result.exitCode).toBe(137);
+    expect(result.signal).toBe("SIGKILL");
+  });
+
+  test("handle.kill(SIGKILL) and kill(SIGUSR1) send exactly that signal", async () => {
+    const { handle: polite } = await runUntilReady(sandbox, `echo ready; ${POLITE}`);
+    await polite.kill("SIGKILL");
+    const killed = await polite;
+    expect(killed.stdout).not.toContain("got-TERM");
+    expect(killed.signal).toBe("SIGKILL");
+
+    // Not SIGINT: a POSIX shell starts E3's detached command with SIGINT and SIGQUIT ignored, untrappable.
+    const { handle: user } = await runUntilReady(
+      sandbox,
+      "trap 'echo got-USR1; exit 4' USR1; trap 'echo got-TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done",
+    );
+    await user.kill("USR1");
+    const result = await user;
+    expect(result.stdout).toContain("got-USR1");
+    expect(result.stdout).not.toContain("got-TERM");
+    expect(result.exitCode).toBe(4);
+  });
+
+  test("handle.kill() with a bad signal or grace period rejects with Validation and leaves the command running", async () => {
+    const { handle } = await runUntilReady(sandbox, STUBBORN);
+    for (const [signal, options] of [
+      ["SIGNOPE", undefined],
+      [undefined, { graceMs: -5 }],
+      [undefined, { graceMs: Number.POSITIVE_INFINITY }],
+    ] as const) {
+      const error = await handle.kill(signal, options).catch((e: unknown) => e);
+      expect(SandboxError.isInstance(error) && error.code).toBe("Validation");
+    }
+    await handle.kill("KILL");
+    expect((await handle).signal).toBe("SIGKILL");
+  });
+
+  test("handle.kill() of a command that already ended does nothing", async () => {
+    const handle = sandbox.commands.run("echo done");
+    const result = await handle;
+    await handle.kill();
+    expect(result.exitCode).toBe(0);
   });
 });

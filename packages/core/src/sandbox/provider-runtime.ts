@@ -95,6 +95,8 @@ export function createProviderRuntime(
     doExecStream: map.streaming === "native" ? own("doExecStream") : undefined,
     streaming: map.streaming,
     stdin: map.stdin,
+    // Primitives-only mode runs every user command on E3, so the provider's own signalling never applies.
+    execSignals: provider.execSignals === true && !options.primitivesOnly,
     emulatedStream: stream,
   });
   const emulation: EmulationContext = {

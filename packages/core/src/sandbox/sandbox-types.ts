@@ -62,8 +62,14 @@ export type OutputEvent =
 
 /** A running command: await it for the result, iterate it for events as they happen. */
 export interface CommandHandle extends PromiseLike<ExecResult>, AsyncIterable<OutputEvent> {
-  /** Kills the command's whole process tree. */
-  kill(signal?: string): Promise<void>;
+  /**
+   * Signals the command's whole process tree: without a signal SIGTERM, then SIGKILL after
+   * `options.graceMs` (default 3000 ms) if it is still running; with a signal exactly that one (unless
+   * `graceMs` is given too). The handle then settles with the command's own exit: what a SIGTERM handler
+   * prints and the exit code it chooses, or `signal` and 128+n when the signal ended it. Resolves once the
+   * last signal was sent; an invalid signal or `graceMs` rejects with `Validation`.
+   */
+  kill(signal?: string, options?: KillOptions): Promise<void>;
 }
 
 /** Options of `kill()`. */

@@ -135,6 +135,7 @@ export function withDriverErrorMapping<P extends SandboxProviderV1>(provider: P)
     "workdir",
     "emulationStateDir",
     "execStdin",
+    "execSignals",
     "secrets",
     "mapError",
   ]) {

@@ -69,6 +69,24 @@ export interface DriverExecRequestV1 extends DriverCallOptionsV1 {
   readonly stdin?: Uint8Array | ReadableStream<Uint8Array> | undefined;
   /** User to run as, when the provider supports it. */
   readonly user?: string | undefined;
+  /**
+   * Present when the user may signal the command while it runs (`handle.kill(signal)`). A provider that
+   * declares {@link ProviderDeclarationV1.execSignals} calls it once, as soon as the command runs, with the
+   * means to signal the command's whole process tree. The core sends `kill()`'s signals through it and
+   * waits for the exec to end as usual, so what a signal handler prints and the exit code it chooses reach
+   * the caller. Others may ignore it: the core then signals the command itself where it can.
+   */
+  readonly onStarted?: ((control: DriverExecControlV1) => void) | undefined;
+}
+
+/** A running exec, as a driver hands it to `request.onStarted`. */
+export interface DriverExecControlV1 {
+  /**
+   * Sends `signal` (a name such as `"SIGTERM"`) to the command's whole process tree, including processes
+   * that left its process group where the provider can find them. Resolves once the signal was sent, not
+   * once the command ended; a command that already ended is no error.
+   */
+  signal(signal: string): Promise<void>;
 }
 
 /** Output callbacks of a streaming exec; chunks are raw bytes (or text where the provider only has text). */
@@ -405,6 +423,14 @@ export interface ProviderDeclarationV1<TCaps extends CapabilityMap = CapabilityM
    */
   readonly execStdin?: ExecStdinV1 | undefined;
   /**
+   * `true` when `doExecStream` and `doExec` call `request.onStarted` with a way to signal the running
+   * command (see {@link DriverExecRequestV1.onStarted}): `handle.kill()` then sends SIGTERM and, after
+   * the grace period, SIGKILL natively. Otherwise the core reaches the command itself where it runs it
+   * detached (E3: its process group); a command on the provider's own stream it cannot reach is ended by
+   * aborting its exec (the driver's abort kill), and reported as ended by the signal asked for.
+   */
+  readonly execSignals?: boolean | undefined;
+  /**
    * Credentials the provider holds: API keys, tokens, passwords in URLs, signatures of signed URLs. The core
    * removes every one of them from every error that leaves the SDK (message, stack and the whole cause
    * chain). A function, so that credentials the provider learns later (a per-sandbox token) count too.
@@ -456,6 +482,8 @@ export type DriverExecRequest = DriverExecRequestV1;
 export type DriverOutputCallbacks = DriverOutputCallbacksV1;
 /** The current version of {@link ExecStdinV1}. */
 export type ExecStdin = ExecStdinV1;
+/** The current version of {@link DriverExecControlV1}. */
+export type DriverExecControl = DriverExecControlV1;
 /** The current version of {@link DriverExitV1}. */
 export type DriverExit = DriverExitV1;
 /** The current version of {@link DriverExecResultV1}. */
