@@ -105,6 +105,8 @@ export interface CommandSettings {
   readonly mounts: readonly LocalMount[];
   /** The state root (the syscall filter file lives there). */
   readonly stateRoot: string;
+  /** `local({ startTimeoutMs })`: the bound of a sandbox's start-up waits; `undefined`: scaled with the load. */
+  readonly startTimeoutMs?: number | undefined;
 }
 
 /** The view of `target` under `isolation`: its directories, and the host id of the sandbox user. */

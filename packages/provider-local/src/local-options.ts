@@ -59,6 +59,13 @@ export interface LocalOptions {
    * mounts (the image and three binds) below the state root, which is made a private mount of itself.
    */
   diskImage?: boolean | undefined;
+  /**
+   * How long a sandbox's processes may take to start (its namespace holder, or another program's start of it)
+   * before the command fails with `Timeout`, in milliseconds. Default: 30 s times the host's load per CPU (at
+   * least 30 s, at most 5 minutes), so that a loaded CI machine is waited for and a start that never happens
+   * still ends.
+   */
+  startTimeoutMs?: number | undefined;
   /** Path of the `bwrap` executable (default: looked up on `PATH`, then `/usr/bin/bwrap`). */
   bwrapPath?: string | undefined;
   /** Shell used for string commands (default `/bin/sh`). */
@@ -105,6 +112,7 @@ const LOCAL_OPTION_RULES: ProviderOptionRules = {
     Array.isArray(value) ? undefined : "must be an array",
   ),
   diskImage: optionRules.boolean(),
+  startTimeoutMs: optionRules.positiveInteger("a positive whole number of milliseconds"),
   bwrapPath: optionRules.nonEmptyString(),
   shell: optionRules.nonEmptyString(),
   path: optionRules.nonEmptyString(),

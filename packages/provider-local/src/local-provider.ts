@@ -230,6 +230,7 @@ export function local(
     path: options.path ?? (unisolated() ? (process.env.PATH ?? DEFAULT_PATH) : DEFAULT_PATH),
     mounts,
     stateRoot: root,
+    startTimeoutMs: options.startTimeoutMs,
   });
   const context = (): CommandContext => ({ settings: settings(), isolation: isolation(), holders });
 
