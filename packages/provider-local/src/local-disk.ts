@@ -13,6 +13,7 @@ import {
 import { chmod, chown, mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { localError } from "./local-errors.js";
+import { startBoundMs } from "./local-start-wait.js";
 import type { LocalSandboxPaths } from "./local-state.js";
 
 /**
@@ -47,7 +48,12 @@ function findTool(name: string): string | undefined {
 
 /** Runs a tool synchronously: only for the one-time probe. */
 function runSync(file: string, args: readonly string[]): Outcome {
-  const result = spawnSync(file, args, { env: TOOL_ENV, encoding: "utf8", timeout: 30_000, stdio: "pipe" });
+  const result = spawnSync(file, args, {
+    env: TOOL_ENV,
+    encoding: "utf8",
+    timeout: startBoundMs(),
+    stdio: "pipe",
+  });
   const why = `${result.stderr ?? ""}`.trim() || result.error?.message || `exit ${String(result.status)}`;
   return { ok: result.status === 0, why };
 }
@@ -55,9 +61,14 @@ function runSync(file: string, args: readonly string[]): Outcome {
 /** Runs a tool without blocking the event loop (many sandboxes may be created or destroyed at once). */
 function run(file: string, args: readonly string[]): Promise<Outcome> {
   return new Promise((resolve) => {
-    execFile(file, args, { env: TOOL_ENV, encoding: "utf8", timeout: 30_000 }, (error, _stdout, stderr) => {
-      resolve({ ok: !error, why: `${stderr ?? ""}`.trim() || error?.message || "" });
-    });
+    execFile(
+      file,
+      args,
+      { env: TOOL_ENV, encoding: "utf8", timeout: startBoundMs() },
+      (error, _stdout, stderr) => {
+        resolve({ ok: !error, why: `${stderr ?? ""}`.trim() || error?.message || "" });
+      },
+    );
   });
 }
 
