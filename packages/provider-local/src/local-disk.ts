@@ -98,41 +98,60 @@ function mountPointAt(at: string): Outcome | undefined {
 }
 
 /**
- * Whether sandboxes get a disk image here, decided once per process: as root, with mkfs.ext4 and loop
- * devices, by really making and mounting a small image below `stateRoot` (a container may have the tools but
- * not the right to mount).
+ * Whether sandboxes under `stateRoot` get a disk image: as root, with mkfs.ext4 and loop devices, by really
+ * making and mounting a small image once per process (a container may have the tools but not the right to
+ * mount); each state root is first made a private mount of itself, once (see `makeRootPrivate`).
  */
 export function diskSupport(stateRoot: string, root: boolean): DiskSupport {
-  if (support) return support;
-  const mkfs = findTool("mkfs.ext4");
-  if (!root) support = { kind: "none", reason: "mounting a disk image needs root" };
-  else if (!mkfs)
-    support = { kind: "none", reason: "mkfs.ext4 is not installed (apt-get install e2fsprogs)" };
-  else if (!existsSync("/dev/loop-control"))
-    support = { kind: "none", reason: "no loop devices (/dev/loop-control)" };
-  else {
-    const privateRoot = makeRootPrivate(stateRoot);
-    if (privateRoot) {
-      support = { kind: "none", reason: `cannot make the state root a private mount: ${privateRoot.why}` };
-      return support;
-    }
-    const probe = mkdtempSync(join(stateRoot, ".disk-probe-"));
-    const image = join(probe, "disk.img");
-    const at = join(probe, "disk");
-    let mounted: Outcome = { ok: false, why: "" };
-    try {
-      mounted =
-        sparseFile(image, MIN_IMAGE_MB) ?? mountPointAt(at) ?? runSync(mkfs, [...MKFS_OPTIONS, image]);
-      if (mounted.ok) mounted = runSync("mount", [...MOUNT_OPTIONS, image, at]);
-      support = mounted.ok
-        ? { kind: "image", mkfs }
-        : { kind: "none", reason: `cannot mount a disk image: ${mounted.why}` };
-    } finally {
-      if (mounted.ok) runSync("umount", [at]);
-      rmSync(probe, { recursive: true, force: true });
-    }
+  if (support?.kind === "none") return support;
+  let made = privateRoots.get(stateRoot);
+  if (made) return made;
+  const tools = support ?? toolSupport(root);
+  if (tools.kind === "none") {
+    support = tools;
+    return tools;
   }
-  return support;
+  mkdirSync(stateRoot, { recursive: true, mode: 0o700 });
+  const failed = makeRootPrivate(stateRoot);
+  if (failed) made = { kind: "none", reason: `cannot make the state root a private mount: ${failed.why}` };
+  else {
+    // The probe's mount is below the (now private) state root: it reaches no other mount namespace.
+    support ??= probeDiskImage(stateRoot, tools.mkfs);
+    made = support;
+  }
+  privateRoots.set(stateRoot, made);
+  return made;
+}
+
+/** State roots made private mounts by this process, and what that gave. */
+const privateRoots = new Map<string, DiskSupport>();
+
+/** Whether this host has what a disk image needs, before trying one. */
+function toolSupport(root: boolean): DiskSupport {
+  const mkfs = findTool("mkfs.ext4");
+  if (!root) return { kind: "none", reason: "mounting a disk image needs root" };
+  if (!mkfs) return { kind: "none", reason: "mkfs.ext4 is not installed (apt-get install e2fsprogs)" };
+  if (!existsSync("/dev/loop-control"))
+    return { kind: "none", reason: "no loop devices (/dev/loop-control)" };
+  return { kind: "image", mkfs };
+}
+
+/** Makes and mounts a small image below `stateRoot`, once per process: what is possible, not what is installed. */
+function probeDiskImage(stateRoot: string, mkfs: string): DiskSupport {
+  const probe = mkdtempSync(join(stateRoot, ".disk-probe-"));
+  const image = join(probe, "disk.img");
+  const at = join(probe, "disk");
+  let mounted: Outcome = { ok: false, why: "" };
+  try {
+    mounted = sparseFile(image, MIN_IMAGE_MB) ?? mountPointAt(at) ?? runSync(mkfs, [...MKFS_OPTIONS, image]);
+    if (mounted.ok) mounted = runSync("mount", [...MOUNT_OPTIONS, image, at]);
+    return mounted.ok
+      ? { kind: "image", mkfs }
+      : { kind: "none", reason: `cannot mount a disk image: ${mounted.why}` };
+  } finally {
+    if (mounted.ok) runSync("umount", [at]);
+    rmSync(probe, { recursive: true, force: true });
+  }
 }
 
 /** The mount points of this program's mount namespace, decoded, in the order of `/proc/self/mountinfo`. */

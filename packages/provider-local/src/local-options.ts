@@ -52,11 +52,13 @@ export interface LocalOptions {
    */
   mounts?: readonly LocalMount[] | undefined;
   /**
-   * As root, under bubblewrap: give each sandbox an ext4 image of its own, `resources.diskMB` large (sparse),
-   * so that its `/workspace`, `/tmp` and `/home/user` together can never hold more (ENOSPC inside). Default
-   * `false`: each file a sandbox writes is limited to `diskMB`, not their total. Refused with `NotSupported`
-   * where no image can be mounted (not root, no loop devices, no mkfs.ext4). Each sandbox then holds four
-   * mounts (the image and three binds) below the state root, which is made a private mount of itself.
+   * Under bubblewrap, each sandbox gets an ext4 image of its own, `resources.diskMB` large (sparse: it takes on
+   * the host's disk what is written, at most that), so that its `/workspace`, `/tmp` and `/home/user` together
+   * can never hold more (ENOSPC inside). Default: wherever one can be made (as root, with loop devices and
+   * mkfs.ext4); elsewhere each file a sandbox writes is limited to `diskMB`, not their total (one warning,
+   * and `getInfo().raw.limits.enforced.disk` says why). `true` insists: refused with `NotSupported` where no
+   * image can be mounted. `false` opts out. Each sandbox with one holds four mounts (the image and three
+   * binds) below the state root, which is made a private mount of itself.
    */
   diskImage?: boolean | undefined;
   /**
