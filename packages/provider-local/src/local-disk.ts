@@ -288,8 +288,13 @@ export async function unmountBelow(dir: string): Promise<void> {
       .map((line) => unescapeMountPath(line.split(" ")[4] ?? ""))
       .filter((point) => point === dir || point.startsWith(`${dir}/`))
       .sort((a, b) => b.length - a.length);
-  for (const point of await mounted()) {
-    if (!(await run("umount", [point])).ok) await run("umount", ["-l", point]);
+  // One umount for all of them (deepest first, the order umount takes them in); one by one, lazily, only
+  // for what that left.
+  const points = await mounted();
+  if (points.length > 0 && !(await run("umount", points)).ok) {
+    for (const point of await mounted()) {
+      if (!(await run("umount", [point])).ok) await run("umount", ["-l", point]);
+    }
   }
   const left = await mounted();
   if (left.length > 0) throw localError("Provider", `cannot unmount ${left.join(", ")}`);
