@@ -1,13 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { readFile, readlink, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { shellQuote } from "@sbox/core/spec";
 import type { SandboxCgroup } from "./local-cgroups.js";
 import { cgroupViews, holderGroup } from "./local-cgroups.js";
 import type { CommandSettings, CommandTarget, RunningSandbox } from "./local-command.js";
 import { localError } from "./local-errors.js";
 import type { HolderCache } from "./local-holder-cache.js";
+import { holderStage } from "./local-holder-stage.js";
 import { hostIdentity, SANDBOX_USER, sandboxGroup, sandboxPasswd } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import {
@@ -201,11 +202,17 @@ async function startHolder(
   const support = networkSupport(identity);
   const network = support.kind === "slirp4netns" ? "user-mode" : "host";
   writeEtc(target, network);
+  const stage = holderStage(
+    target.paths,
+    dirname(target.paths.dir),
+    isolation.programs.unshare,
+    identity.root && target.record.disk === "image",
+  );
   const view = viewArgs({
-    workspace: target.paths.workspace,
-    tmp: target.paths.tmp,
-    home: target.paths.home,
-    etc: target.paths.etc,
+    workspace: stage?.workspace ?? target.paths.workspace,
+    tmp: stage?.tmp ?? target.paths.tmp,
+    home: stage?.home ?? target.paths.home,
+    etc: stage?.etc ?? target.paths.etc,
     mounts: settings.mounts,
     shmBytes: shmBytes(resources),
     cgroups: cgroup ? cgroupViews(cgroup) : [],
@@ -234,6 +241,7 @@ async function startHolder(
       ]
     : ["--cap-drop", "ALL", "--seccomp", "7", "--info-fd", "4", "--", programs.sleep, SLEEP_SECONDS];
   const bwrap = [
+    ...(stage?.launcher ?? []),
     isolation.bwrapPath,
     ...(identity.root ? [] : ["--unshare-user", "--uid", "0", "--gid", "0"]),
     ...namespaces,
