@@ -103,7 +103,8 @@ export function withHolderLock<T>(
   work: () => Promise<T>,
   boundMs?: number | undefined,
 ): Promise<T> {
-  return withLock(join(target.paths.dir, "holder.lock"), work, boundMs);
+  // A start holds it for up to its own bound: others wait for twice that before they give up.
+  return withLock(join(target.paths.dir, "holder.lock"), work, boundMs ?? 2 * startBoundMs());
 }
 
 /** Writes the sandbox's own `/etc` files: its user, its host name, and a resolver its network can reach. */
@@ -383,7 +384,6 @@ export async function ensureHolder(
 ): Promise<HolderRecord> {
   const running = await liveHolder(target);
   if (running) return running;
-  // Another program starting it holds the lock for up to its own start's bound: wait for twice that.
   return withHolderLock(
     target,
     async () => {
