@@ -181,6 +181,16 @@ function imageOf(paths: LocalSandboxPaths): { image: string; mountPoint: string 
   return { image: join(paths.dir, "disk.img"), mountPoint: join(paths.dir, "disk") };
 }
 
+/** The image's own directories of a sandbox with a disk image (bound over its `workspace`, `tmp` and `home`). */
+export function diskAreas(paths: LocalSandboxPaths): { workspace: string; tmp: string; home: string } {
+  const { mountPoint } = imageOf(paths);
+  return {
+    workspace: join(mountPoint, "workspace"),
+    tmp: join(mountPoint, "tmp"),
+    home: join(mountPoint, "home"),
+  };
+}
+
 /** Whether `path` is a mount point: another device than its parent's (every mount here is of another fs). */
 function isMountPoint(path: string, parent: string): boolean {
   try {
