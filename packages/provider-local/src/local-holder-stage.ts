@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { LocalSandboxPaths } from "./local-state.js";
 
@@ -42,7 +43,7 @@ export interface HolderStage {
  * pay that a hundred times over. Staged, the holder's bubblewrap starts in a private mount namespace of its
  * own where the state root is detached and only its own sandbox's directory is left (bound at STAGED_DIR):
  * its start costs the same however many sandboxes there are. Only as root with mounts below the state root;
- * `undefined` otherwise (and for a state root below STAGE itself).
+ * `undefined` otherwise (and where STAGE is missing or holds the state root).
  */
 export function holderStage(
   paths: LocalSandboxPaths,
@@ -50,7 +51,8 @@ export function holderStage(
   unshare: string,
   staged: boolean,
 ): HolderStage | undefined {
-  if (!staged || stateRoot === STAGE || stateRoot.startsWith(`${STAGE}/`)) return undefined;
+  if (!staged || !existsSync(STAGE) || stateRoot === STAGE || stateRoot.startsWith(`${STAGE}/`))
+    return undefined;
   const inStage = (path: string) => join(STAGED_DIR, path.slice(paths.dir.length));
   return {
     workspace: inStage(paths.workspace),
