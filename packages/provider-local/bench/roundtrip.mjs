@@ -92,7 +92,7 @@ async function providerChain(sandbox, id, root) {
           writeFileSync(join(dir, "seccomp"), readFileSync(`/proc/${name}/fd/7`));
           return {
             dir,
-            holder: holderIsolation(id),
+            holder: holderIsolation(id, join(root, id)),
             nsenter: argv.slice(0, bwrapAt),
             bwrap: argv[bwrapAt],
             userns: argv.some((word) => word.startsWith("--user="))
@@ -122,7 +122,7 @@ async function providerChain(sandbox, id, root) {
  * The isolation arguments of the sandbox's holder (its bubblewrap's namespaces and filesystem view), read from
  * its command line: up to `--cap-drop`, which starts what the holder itself runs (`--info-fd`, `--`, sleep).
  */
-function holderIsolation(id) {
+function holderIsolation(id, dir) {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
@@ -131,7 +131,10 @@ function holderIsolation(id) {
       if (!environ.includes(`SBOX_LOCAL_COMMAND=holder-${id}\0`)) continue;
       const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").slice(0, -1);
       // Unprivileged the holder maps uid 0 to the host user (its commands nest their own user namespace).
-      const options = argv.slice(1, argv.indexOf("--cap-drop"));
+      // A holder started staged (see local-holder-stage.ts) names its sandbox's directory where it bound it.
+      const options = argv
+        .slice(1, argv.indexOf("--cap-drop"))
+        .map((word) => (word.startsWith("/dev/shm/sandbox/") ? join(dir, word.slice(17)) : word));
       const userAt = options.indexOf("--unshare-user");
       return userAt === -1 ? options : [...options.slice(0, userAt), ...options.slice(userAt + 5)];
     } catch {
@@ -206,7 +209,16 @@ async function measure(isolation, root) {
     mkdirSync(`${parent}/c-bench`, { recursive: true });
   }
   const bare = chain ? bareBwrap(chain) : undefined;
-  const samples = { run: [], spawn: [], chain: [], bare: [], nsenter: [], overRaw: [], overBare: [] };
+  const samples = {
+    run: [],
+    spawn: [],
+    chain: [],
+    bare: [],
+    runBeside: [],
+    nsenter: [],
+    overRaw: [],
+    overBare: [],
+  };
   const variants = {
     run: async () => {
       const t0 = performance.now();
@@ -227,7 +239,7 @@ async function measure(isolation, root) {
     // Joining the sandbox's namespaces alone (nsenter forks into the PID namespace, then runs true).
     nsenter: () => timeSpawn(chain.nsenter[0], [...chain.nsenter.slice(1), "/bin/true"]),
   };
-  const order = chain ? ["run", "spawn", "chain", "bare", "nsenter"] : ["run", "spawn"];
+  const order = chain ? ["run", "spawn", "chain", "nsenter"] : ["run", "spawn"];
   // The raw call `run` is compared with: the bare chain when isolated, else the plain spawn.
   const raw = chain ? "chain" : "spawn";
   try {
@@ -241,7 +253,21 @@ async function measure(isolation, root) {
       if (i >= WARMUP) {
         for (const name of order) samples[name].push(times[name]);
         samples.overRaw.push(times.run - times[raw]);
-        if (chain) samples.overBare.push(times.run - times.bare);
+      }
+    }
+    // Bare bubblewrap in a phase of its own, alternating with run() only: each bare command makes a network
+    // namespace whose teardown the kernel finishes later, in the background, which would slow down whichever
+    // variant came next in the rotation above. Here it weighs on bare's own rounds and on run's alike.
+    if (chain) {
+      for (let i = 0; i < WARMUP + ROUNDS; i++) {
+        const first = i % 2 === 0 ? "run" : "bare";
+        const second = first === "run" ? "bare" : "run";
+        const times = { [first]: await variants[first](), [second]: await variants[second]() };
+        if (i >= WARMUP) {
+          samples.bare.push(times.bare);
+          samples.runBeside.push(times.run);
+          samples.overBare.push(times.run - times.bare);
+        }
       }
     }
   } finally {
@@ -254,6 +280,7 @@ async function measure(isolation, root) {
     spawn: median(samples.spawn),
     chain: chain ? median(samples.chain) : 0,
     bare: chain ? median(samples.bare) : 0,
+    runBeside: chain ? median(samples.runBeside) : 0,
     pairedOverBare: chain ? median(samples.overBare) : 0,
     nsenter: chain ? median(samples.nsenter) : 0,
     // Per round, against the raw call of the same round: steadier than the difference of the medians when
@@ -273,7 +300,7 @@ try {
     `isolation bwrap: commands.run("true") ${bwrap.run.toFixed(2)} ms, the same launch chain bare ${bwrap.chain.toFixed(2)} ms; over it +${(bwrap.run - bwrap.chain).toFixed(2)} ms (median per-round difference +${bwrap.pairedOverhead.toFixed(2)} ms)`,
   );
   console.log(
-    `                 bare bubblewrap, same isolation arguments (fresh namespaces and view per command) ${bwrap.bare.toFixed(2)} ms; commands.run over it ${bwrap.run - bwrap.bare >= 0 ? "+" : ""}${(bwrap.run - bwrap.bare).toFixed(2)} ms (median per-round difference ${bwrap.pairedOverBare >= 0 ? "+" : ""}${bwrap.pairedOverBare.toFixed(2)} ms)`,
+    `                 bare bubblewrap, same isolation arguments (fresh namespaces and view per command) ${bwrap.bare.toFixed(2)} ms against commands.run("true") ${bwrap.runBeside.toFixed(2)} ms beside it: ${bwrap.runBeside - bwrap.bare >= 0 ? "+" : ""}${(bwrap.runBeside - bwrap.bare).toFixed(2)} ms (median per-round difference ${bwrap.pairedOverBare >= 0 ? "+" : ""}${bwrap.pairedOverBare.toFixed(2)} ms)`,
   );
   console.log(
     `                 the namespaces' own cost: nsenter into them + true ${bwrap.nsenter.toFixed(2)} ms against spawn("true") ${bwrap.spawn.toFixed(2)} ms (+${(bwrap.nsenter - bwrap.spawn).toFixed(2)} ms)`,
