@@ -198,21 +198,20 @@ describe("containment (bubblewrap, default limits)", () => {
       // only the total stops them.
       script = [
         "for f in /workspace/big1 /tmp/big2 /home/user/big3 /workspace/big4; do head -c 536870912 /dev/zero > $f || echo failed; done",
-        "du -sk /workspace /tmp /home/user | awk '{ s += $1 } END { print s }'",
+        "du -sk /workspace /tmp /home/user | awk '{ s += $1 } END { print s * 1024 }'",
       ].join("\n");
     } else {
       // Unprivileged no image can be mounted: each file is limited (RLIMIT_FSIZE, checked above), one 2 GB
       // file stops at it.
       expect(limits.enforced.disk).toContain("not their total");
-      script =
-        "head -c 2147483648 /dev/zero > /workspace/big1 || echo failed; du -sk /workspace | awk '{ print $1 }'";
+      script = "head -c 2147483648 /dev/zero > /workspace/big1 || echo failed; stat -c %s /workspace/big1";
     }
     try {
       const result = await run(provider, sandbox, script, { signal: AbortSignal.timeout(150_000) });
       const lines = result.stdout.trim().split("\n");
       expect(lines, "a write failed").toContain("failed");
       expect(result.stderr).toMatch(isRoot ? /No space left on device/ : /File too large|File size limit/);
-      expect(Number(lines.at(-1)) * 1024, "what the sandbox holds").toBeLessThanOrEqual(capBytes);
+      expect(Number(lines.at(-1)), "what the sandbox holds, in bytes").toBeLessThanOrEqual(capBytes);
       const shm = await run(
         provider,
         sandbox,
