@@ -7,14 +7,26 @@
 // - with bubblewrap, the provider's own launch chain run bare: the same `sh` (cgroup join, limits),
 //   `nsenter` (the sandbox's namespaces) and `bwrap` (the same options and syscall filter, copied from a
 //   command of the provider while it runs, the options read from a file) with `sh -c true`, spawned directly. What run()
-//   adds over it is the provider's cost. The namespaces' own cost is measured apart: `nsenter <the same
-//   namespaces> true` against `spawn("true")`, and the same bubblewrap without joining any.
+//   adds over it is the provider's cost. Against bare bubblewrap with the same isolation arguments: one
+//   `bwrap` with the holder's namespaces and view (read from its command line) and the command's own options
+//   (user namespace, ids, capabilities, syscall filter, environment), making them fresh for each command the
+//   way a program using bubblewrap directly does. The extra namespaces' own cost is measured apart:
+//   `nsenter <the same namespaces> true` against `spawn("true")`.
 //
 //   pnpm --filter @sbox/provider-local build && node packages/provider-local/bench/roundtrip.mjs
 //
 // ROUNDS (default 300) sets the number of measured rounds per variant.
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSandboxClient } from "@sbox/core";
@@ -29,11 +41,13 @@ function median(values) {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-function timeSpawn(file, args) {
+function timeSpawn(file, args, files = []) {
   const started = performance.now();
+  // Extra descriptors from 6 on (bubblewrap's argument file and syscall filter), opened per spawn.
+  const fds = files.map((path) => openSync(path, "r"));
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {
-      stdio: ["pipe", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe", ...(fds.length ? ["ignore", "ignore", "ignore", ...fds] : [])],
       env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
     });
     child.on("error", reject);
@@ -43,6 +57,7 @@ function timeSpawn(file, args) {
       stderr += chunk;
     });
     child.stdin.end();
+    for (const fd of fds) closeSync(fd);
     child.on("close", (code) => {
       if (code !== 0) reject(new Error(`${file} exited ${code}: ${stderr}`));
       else resolve(performance.now() - started);
@@ -77,6 +92,7 @@ async function providerChain(sandbox, id, root) {
           writeFileSync(join(dir, "seccomp"), readFileSync(`/proc/${name}/fd/7`));
           return {
             dir,
+            holder: holderIsolation(id, join(root, id)),
             nsenter: argv.slice(0, bwrapAt),
             bwrap: argv[bwrapAt],
             userns: argv.some((word) => word.startsWith("--user="))
@@ -100,6 +116,53 @@ async function providerChain(sandbox, id, root) {
   } finally {
     await running;
   }
+}
+
+/**
+ * The isolation arguments of the sandbox's holder (its bubblewrap's namespaces and filesystem view), read from
+ * its command line: up to `--cap-drop`, which starts what the holder itself runs (`--info-fd`, `--`, sleep).
+ */
+function holderIsolation(id, dir) {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (!readlinkSync(`/proc/${name}/exe`).endsWith("/bwrap")) continue;
+      const environ = readFileSync(`/proc/${name}/environ`, "utf8");
+      if (!environ.includes(`SBOX_LOCAL_COMMAND=holder-${id}\0`)) continue;
+      const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").slice(0, -1);
+      // Unprivileged the holder maps uid 0 to the host user (its commands nest their own user namespace).
+      // A holder started staged (see local-holder-stage.ts) names its sandbox's directory where it bound it.
+      const options = argv
+        .slice(1, argv.indexOf("--cap-drop"))
+        .map((word) => (word.startsWith("/dev/shm/sandbox/") ? join(dir, word.slice(17)) : word));
+      const userAt = options.indexOf("--unshare-user");
+      return userAt === -1 ? options : [...options.slice(0, userAt), ...options.slice(userAt + 5)];
+    } catch {
+      // gone, or not ours
+    }
+  }
+  throw new Error("the sandbox's holder was not found");
+}
+
+/**
+ * Bare bubblewrap with the same isolation as a command of the sandbox, in one process, the way a program that
+ * uses bubblewrap directly runs a command: the holder's namespaces and view, made fresh for the command, and
+ * the command's own options (user namespace and ids, capabilities dropped, syscall filter, environment).
+ */
+function bareBwrap(chain) {
+  const commandOptions = readFileSync(join(chain.dir, "args"), "utf8").split("\0").slice(0, -1);
+  const own = [];
+  for (let i = 0; i < commandOptions.length; i++) {
+    const word = commandOptions[i];
+    // The view is the holder's here; the user namespace is made, not joined.
+    if (word === "--bind" || word === "--dev-bind") i += 2;
+    else if (word === "--userns") i += 1;
+    else if (word === "--unshare-user") continue;
+    else own.push(word);
+  }
+  const args = ["--unshare-user", ...chain.holder, ...own];
+  writeFileSync(join(chain.dir, "bare-args"), `${args.join("\0")}\0`);
+  return [chain.bwrap, ["--args", "6", "--", "/bin/sh", "-c", "true"]];
 }
 
 /** `sh -c PREFIX` the way the provider's launcher does it (see local-launch.ts), for the bare chain. */
@@ -145,7 +208,17 @@ async function measure(isolation, root) {
     const parent = chain.cgroup.kind === "v1" ? chain.cgroup.dirs.pids : chain.cgroup.dir;
     mkdirSync(`${parent}/c-bench`, { recursive: true });
   }
-  const samples = { run: [], spawn: [], chain: [], nsenter: [], overRaw: [] };
+  const bare = chain ? bareBwrap(chain) : undefined;
+  const samples = {
+    run: [],
+    spawn: [],
+    chain: [],
+    bare: [],
+    runBeside: [],
+    nsenter: [],
+    overRaw: [],
+    overBare: [],
+  };
   const variants = {
     run: async () => {
       const t0 = performance.now();
@@ -158,6 +231,10 @@ async function measure(isolation, root) {
     chain: () => {
       const [file, args] = bareChain(chain);
       return timeSpawn(file, args);
+    },
+    bare: () => {
+      const [file, args] = bare;
+      return timeSpawn(file, args, [join(chain.dir, "bare-args"), join(chain.dir, "seccomp")]);
     },
     // Joining the sandbox's namespaces alone (nsenter forks into the PID namespace, then runs true).
     nsenter: () => timeSpawn(chain.nsenter[0], [...chain.nsenter.slice(1), "/bin/true"]),
@@ -178,6 +255,21 @@ async function measure(isolation, root) {
         samples.overRaw.push(times.run - times[raw]);
       }
     }
+    // Bare bubblewrap in a phase of its own, alternating with run() only: each bare command makes a network
+    // namespace whose teardown the kernel finishes later, in the background, which would slow down whichever
+    // variant came next in the rotation above. Here it weighs on bare's own rounds and on run's alike.
+    if (chain) {
+      for (let i = 0; i < WARMUP + ROUNDS; i++) {
+        const first = i % 2 === 0 ? "run" : "bare";
+        const second = first === "run" ? "bare" : "run";
+        const times = { [first]: await variants[first](), [second]: await variants[second]() };
+        if (i >= WARMUP) {
+          samples.bare.push(times.bare);
+          samples.runBeside.push(times.run);
+          samples.overBare.push(times.run - times.bare);
+        }
+      }
+    }
   } finally {
     await sandbox.destroy();
     await client.dispose();
@@ -187,6 +279,9 @@ async function measure(isolation, root) {
     run: median(samples.run),
     spawn: median(samples.spawn),
     chain: chain ? median(samples.chain) : 0,
+    bare: chain ? median(samples.bare) : 0,
+    runBeside: chain ? median(samples.runBeside) : 0,
+    pairedOverBare: chain ? median(samples.overBare) : 0,
     nsenter: chain ? median(samples.nsenter) : 0,
     // Per round, against the raw call of the same round: steadier than the difference of the medians when
     // the machine's load drifts during the run.
@@ -205,11 +300,21 @@ try {
     `isolation bwrap: commands.run("true") ${bwrap.run.toFixed(2)} ms, the same launch chain bare ${bwrap.chain.toFixed(2)} ms; over it +${(bwrap.run - bwrap.chain).toFixed(2)} ms (median per-round difference +${bwrap.pairedOverhead.toFixed(2)} ms)`,
   );
   console.log(
+    `                 bare bubblewrap, same isolation arguments (fresh namespaces and view per command) ${bwrap.bare.toFixed(2)} ms against commands.run("true") ${bwrap.runBeside.toFixed(2)} ms beside it: ${bwrap.runBeside - bwrap.bare >= 0 ? "+" : ""}${(bwrap.runBeside - bwrap.bare).toFixed(2)} ms (median per-round difference ${bwrap.pairedOverBare >= 0 ? "+" : ""}${bwrap.pairedOverBare.toFixed(2)} ms)`,
+  );
+  console.log(
     `                 the namespaces' own cost: nsenter into them + true ${bwrap.nsenter.toFixed(2)} ms against spawn("true") ${bwrap.spawn.toFixed(2)} ms (+${(bwrap.nsenter - bwrap.spawn).toFixed(2)} ms)`,
   );
   console.log(
     `(${ROUNDS} rounds each, medians, interleaved; node ${process.version}; uid ${process.getuid?.()})`,
   );
 } finally {
+  // As root the state root is a private mount of itself (sandboxes' disk images): unmounted before removal.
+  const points = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point === root || point.startsWith(`${root}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) spawnSync("umount", ["-l", point]);
   rmSync(root, { recursive: true, force: true });
 }

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync } from "node:fs";
 import { delimiter, join } from "node:path";
+import { startBoundMs } from "./local-start-wait.js";
 
 function isExecutable(path: string): boolean {
   try {
@@ -82,7 +83,7 @@ export function probeBwrap(bwrapPath: string, shell: string): string | undefined
   ];
   const result = spawnSync(bwrapPath, [...args, shell, "-c", ":"], {
     stdio: ["ignore", "ignore", "pipe"],
-    timeout: 10_000,
+    timeout: startBoundMs(),
     env: {},
   });
   if (result.error) return result.error.message;

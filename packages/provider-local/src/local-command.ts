@@ -10,6 +10,7 @@ import {
   type SandboxCgroup,
   trackingDir,
 } from "./local-cgroups.js";
+import { diskAreas } from "./local-disk.js";
 import { localError } from "./local-errors.js";
 import type { HolderRecord } from "./local-holder.js";
 import { hostIdentity, SANDBOX_USER } from "./local-identity.js";
@@ -105,6 +106,8 @@ export interface CommandSettings {
   readonly mounts: readonly LocalMount[];
   /** The state root (the syscall filter file lives there). */
   readonly stateRoot: string;
+  /** `local({ startTimeoutMs })`: the bound of a sandbox's start-up waits; `undefined`: scaled with the load. */
+  readonly startTimeoutMs?: number | undefined;
 }
 
 /** The view of `target` under `isolation`: its directories, and the host id of the sandbox user. */
@@ -114,11 +117,15 @@ export function viewOf(target: CommandTarget, isolation: ResolvedIsolation): San
     isolation.mode === "bwrap" && identity.root
       ? { uid: identity.sandboxUid, gid: identity.sandboxGid }
       : undefined;
+  // With a disk image the host works in the image's directories themselves (one mount) rather than through
+  // the three binds over the sandbox's (three mounts): a rename from /workspace to /tmp stays a rename, not
+  // EXDEV.
+  const areas = target.record.disk === "image" ? diskAreas(target.paths) : target.paths;
   return {
     isolation: isolation.mode,
-    workspace: target.paths.workspace,
-    tmp: target.paths.tmp,
-    home: target.paths.home,
+    workspace: areas.workspace,
+    tmp: areas.tmp,
+    home: areas.home,
     stateRoot: dirname(target.paths.dir),
     owner,
   };

@@ -10,9 +10,10 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
-import { chmod, chown, mkdir, readFile, rm } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { localError } from "./local-errors.js";
+import { startBoundMs } from "./local-start-wait.js";
 import type { LocalSandboxPaths } from "./local-state.js";
 
 /**
@@ -47,7 +48,12 @@ function findTool(name: string): string | undefined {
 
 /** Runs a tool synchronously: only for the one-time probe. */
 function runSync(file: string, args: readonly string[]): Outcome {
-  const result = spawnSync(file, args, { env: TOOL_ENV, encoding: "utf8", timeout: 30_000, stdio: "pipe" });
+  const result = spawnSync(file, args, {
+    env: TOOL_ENV,
+    encoding: "utf8",
+    timeout: startBoundMs(),
+    stdio: "pipe",
+  });
   const why = `${result.stderr ?? ""}`.trim() || result.error?.message || `exit ${String(result.status)}`;
   return { ok: result.status === 0, why };
 }
@@ -55,9 +61,14 @@ function runSync(file: string, args: readonly string[]): Outcome {
 /** Runs a tool without blocking the event loop (many sandboxes may be created or destroyed at once). */
 function run(file: string, args: readonly string[]): Promise<Outcome> {
   return new Promise((resolve) => {
-    execFile(file, args, { env: TOOL_ENV, encoding: "utf8", timeout: 30_000 }, (error, _stdout, stderr) => {
-      resolve({ ok: !error, why: `${stderr ?? ""}`.trim() || error?.message || "" });
-    });
+    execFile(
+      file,
+      args,
+      { env: TOOL_ENV, encoding: "utf8", timeout: startBoundMs() },
+      (error, _stdout, stderr) => {
+        resolve({ ok: !error, why: `${stderr ?? ""}`.trim() || error?.message || "" });
+      },
+    );
   });
 }
 
@@ -87,41 +98,60 @@ function mountPointAt(at: string): Outcome | undefined {
 }
 
 /**
- * Whether sandboxes get a disk image here, decided once per process: as root, with mkfs.ext4 and loop
- * devices, by really making and mounting a small image below `stateRoot` (a container may have the tools but
- * not the right to mount).
+ * Whether sandboxes under `stateRoot` get a disk image: as root, with mkfs.ext4 and loop devices, by really
+ * making and mounting a small image once per process (a container may have the tools but not the right to
+ * mount); each state root is first made a private mount of itself, once (see `makeRootPrivate`).
  */
 export function diskSupport(stateRoot: string, root: boolean): DiskSupport {
-  if (support) return support;
-  const mkfs = findTool("mkfs.ext4");
-  if (!root) support = { kind: "none", reason: "mounting a disk image needs root" };
-  else if (!mkfs)
-    support = { kind: "none", reason: "mkfs.ext4 is not installed (apt-get install e2fsprogs)" };
-  else if (!existsSync("/dev/loop-control"))
-    support = { kind: "none", reason: "no loop devices (/dev/loop-control)" };
-  else {
-    const privateRoot = makeRootPrivate(stateRoot);
-    if (privateRoot) {
-      support = { kind: "none", reason: `cannot make the state root a private mount: ${privateRoot.why}` };
-      return support;
-    }
-    const probe = mkdtempSync(join(stateRoot, ".disk-probe-"));
-    const image = join(probe, "disk.img");
-    const at = join(probe, "disk");
-    let mounted: Outcome = { ok: false, why: "" };
-    try {
-      mounted =
-        sparseFile(image, MIN_IMAGE_MB) ?? mountPointAt(at) ?? runSync(mkfs, [...MKFS_OPTIONS, image]);
-      if (mounted.ok) mounted = runSync("mount", [...MOUNT_OPTIONS, image, at]);
-      support = mounted.ok
-        ? { kind: "image", mkfs }
-        : { kind: "none", reason: `cannot mount a disk image: ${mounted.why}` };
-    } finally {
-      if (mounted.ok) runSync("umount", [at]);
-      rmSync(probe, { recursive: true, force: true });
-    }
+  if (support?.kind === "none") return support;
+  let made = privateRoots.get(stateRoot);
+  if (made) return made;
+  const tools = support ?? toolSupport(root);
+  if (tools.kind === "none") {
+    support = tools;
+    return tools;
   }
-  return support;
+  mkdirSync(stateRoot, { recursive: true, mode: 0o700 });
+  const failed = makeRootPrivate(stateRoot);
+  if (failed) made = { kind: "none", reason: `cannot make the state root a private mount: ${failed.why}` };
+  else {
+    // The probe's mount is below the (now private) state root: it reaches no other mount namespace.
+    support ??= probeDiskImage(stateRoot, tools.mkfs);
+    made = support;
+  }
+  privateRoots.set(stateRoot, made);
+  return made;
+}
+
+/** State roots made private mounts by this process, and what that gave. */
+const privateRoots = new Map<string, DiskSupport>();
+
+/** Whether this host has what a disk image needs, before trying one. */
+function toolSupport(root: boolean): DiskSupport {
+  const mkfs = findTool("mkfs.ext4");
+  if (!root) return { kind: "none", reason: "mounting a disk image needs root" };
+  if (!mkfs) return { kind: "none", reason: "mkfs.ext4 is not installed (apt-get install e2fsprogs)" };
+  if (!existsSync("/dev/loop-control"))
+    return { kind: "none", reason: "no loop devices (/dev/loop-control)" };
+  return { kind: "image", mkfs };
+}
+
+/** Makes and mounts a small image below `stateRoot`, once per process: what is possible, not what is installed. */
+function probeDiskImage(stateRoot: string, mkfs: string): DiskSupport {
+  const probe = mkdtempSync(join(stateRoot, ".disk-probe-"));
+  const image = join(probe, "disk.img");
+  const at = join(probe, "disk");
+  let mounted: Outcome = { ok: false, why: "" };
+  try {
+    mounted = sparseFile(image, MIN_IMAGE_MB) ?? mountPointAt(at) ?? runSync(mkfs, [...MKFS_OPTIONS, image]);
+    if (mounted.ok) mounted = runSync("mount", [...MOUNT_OPTIONS, image, at]);
+    return mounted.ok
+      ? { kind: "image", mkfs }
+      : { kind: "none", reason: `cannot mount a disk image: ${mounted.why}` };
+  } finally {
+    if (mounted.ok) runSync("umount", [at]);
+    rmSync(probe, { recursive: true, force: true });
+  }
 }
 
 /** The mount points of this program's mount namespace, decoded, in the order of `/proc/self/mountinfo`. */
@@ -151,6 +181,16 @@ function imageOf(paths: LocalSandboxPaths): { image: string; mountPoint: string 
   return { image: join(paths.dir, "disk.img"), mountPoint: join(paths.dir, "disk") };
 }
 
+/** The image's own directories of a sandbox with a disk image (bound over its `workspace`, `tmp` and `home`). */
+export function diskAreas(paths: LocalSandboxPaths): { workspace: string; tmp: string; home: string } {
+  const { mountPoint } = imageOf(paths);
+  return {
+    workspace: join(mountPoint, "workspace"),
+    tmp: join(mountPoint, "tmp"),
+    home: join(mountPoint, "home"),
+  };
+}
+
 /** Whether `path` is a mount point: another device than its parent's (every mount here is of another fs). */
 function isMountPoint(path: string, parent: string): boolean {
   try {
@@ -171,24 +211,46 @@ export async function attachDisk(
   owner: { readonly uid: number; readonly gid: number } | undefined,
 ): Promise<void> {
   const { image, mountPoint } = imageOf(paths);
-  const made =
-    sparseFile(image, Math.max(diskMB, MIN_IMAGE_MB)) ?? (await run(disk.mkfs, [...MKFS_OPTIONS, image]));
-  if (!made.ok) throw localError("Provider", `cannot make the sandbox's disk image ${image}: ${made.why}`);
-  try {
-    await mountImage(image, mountPoint);
-    await rm(join(mountPoint, "lost+found"), { recursive: true, force: true });
-    for (const area of AREAS) {
-      const inside = join(mountPoint, area);
-      await mkdir(inside);
-      await chmod(inside, area === "tmp" ? 0o1777 : 0o755);
-      if (owner) await chown(inside, owner.uid, owner.gid);
-    }
-    await bindAreas(paths);
-  } catch (error) {
+  const sparse = sparseFile(image, Math.max(diskMB, MIN_IMAGE_MB)) ?? mountPointAt(mountPoint);
+  if (sparse) throw localError("Provider", `cannot make the sandbox's disk image ${image}: ${sparse.why}`);
+  // One shell for every step (instead of a process per step from here): a hundred sandboxes created at once
+  // on a loaded host pay for a node spawn each, not for six.
+  const made = await run("/bin/sh", [
+    "-c",
+    ATTACH_SCRIPT,
+    "sbox-disk",
+    disk.mkfs,
+    image,
+    mountPoint,
+    owner ? `${owner.uid}:${owner.gid}` : "",
+    paths.workspace,
+    paths.tmp,
+    paths.home,
+  ]);
+  if (!made.ok) {
     await unmountBelow(paths.dir).catch(() => {});
-    throw error;
+    throw localError("Provider", `cannot make or mount the sandbox's disk image ${image}: ${made.why}`);
   }
 }
+
+/**
+ * The steps of `attachDisk` after the sparse file: make the file system, mount it, make its three directories
+ * (owned by the sandbox user, `/tmp` sticky and world-writable like a real one) and bind each over the
+ * sandbox's directory of the same name. Arguments: mkfs, image, mount point, owner (`uid:gid` or empty), then
+ * the sandbox's workspace, tmp and home.
+ */
+const ATTACH_SCRIPT = [
+  "set -e",
+  `"$1" ${MKFS_OPTIONS.join(" ")} "$2"`,
+  `mount ${MOUNT_OPTIONS.join(" ")} "$2" "$3"`,
+  'rm -rf "$3/lost+found"',
+  'mkdir -m 755 "$3/workspace" "$3/home"',
+  'mkdir -m 1777 "$3/tmp"',
+  'if [ -n "$4" ]; then chown "$4" "$3/workspace" "$3/tmp" "$3/home"; fi',
+  'mount --bind "$3/workspace" "$5"',
+  'mount --bind "$3/tmp" "$6"',
+  'mount --bind "$3/home" "$7"',
+].join("\n");
 
 async function mountImage(image: string, mountPoint: string): Promise<void> {
   const mounted = mountPointAt(mountPoint) ?? (await run("mount", [...MOUNT_OPTIONS, image, mountPoint]));
@@ -236,8 +298,13 @@ export async function unmountBelow(dir: string): Promise<void> {
       .map((line) => unescapeMountPath(line.split(" ")[4] ?? ""))
       .filter((point) => point === dir || point.startsWith(`${dir}/`))
       .sort((a, b) => b.length - a.length);
-  for (const point of await mounted()) {
-    if (!(await run("umount", [point])).ok) await run("umount", ["-l", point]);
+  // One umount for all of them (deepest first, the order umount takes them in); one by one, lazily, only
+  // for what that left.
+  const points = await mounted();
+  if (points.length > 0 && !(await run("umount", points)).ok) {
+    for (const point of await mounted()) {
+      if (!(await run("umount", [point])).ok) await run("umount", ["-l", point]);
+    }
   }
   const left = await mounted();
   if (left.length > 0) throw localError("Provider", `cannot unmount ${left.join(", ")}`);

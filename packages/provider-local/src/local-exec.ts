@@ -122,21 +122,24 @@ async function runOnce(
     return { exitCode: 1 };
   }
   const launch = plan;
+  const stdinMode = request.stdin === undefined ? "ignore" : "pipe";
   return new Promise<DriverExit | { setupFailed: string }>((resolve, reject) => {
-    let child: ChildProcessByStdio<Writable, Readable, Readable>;
+    let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
     try {
       child = spawn(launch.file, launch.args, {
         cwd: launch.cwd,
         env: launch.env,
-        // 4: the ready pipe; 6: bubblewrap's arguments (read by it to their end, then closed).
+        // 0: a pipe only when there is stdin to feed (else /dev/null: the same immediate EOF, one pipe less
+        // to make on every command's way); 4: the ready pipe; 6: bubblewrap's arguments (read by it to their
+        // end, then closed).
         stdio: launch.argsData
-          ? ["pipe", "pipe", "pipe", "ignore", "pipe", "ignore", "pipe"]
+          ? [stdinMode, "pipe", "pipe", "ignore", "pipe", "ignore", "pipe"]
           : watchReady
-            ? ["pipe", "pipe", "pipe", "ignore", "pipe"]
-            : ["pipe", "pipe", "pipe"],
+            ? [stdinMode, "pipe", "pipe", "ignore", "pipe"]
+            : [stdinMode, "pipe", "pipe"],
         // Its own process group, so a kill reaches everything it forks.
         detached: true,
-      }) as ChildProcessByStdio<Writable, Readable, Readable>;
+      }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
     } catch (error) {
       cleanUpLaunch(launch, true);
       throw error;
@@ -155,7 +158,7 @@ async function runOnce(
       cleanUpLaunch(launch, false);
       for (const { stream, chunk } of held) (stream === "out" ? output.onStdout : output.onStderr)(chunk);
       held.length = 0;
-      feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+      if (child.stdin) feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
       handOverControl();
     };
 
@@ -256,8 +259,8 @@ async function runOnce(
     request.signal.addEventListener("abort", onAbort, { once: true });
     if (request.signal.aborted) onAbort();
     if (ready) {
-      feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
+      if (child.stdin) feedStdin(child.stdin, request.stdin, request.signal).catch(() => {});
       handOverControl();
-    } else child.stdin.on("error", () => {});
+    } else child.stdin?.on("error", () => {});
   });
 }

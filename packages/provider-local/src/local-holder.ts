@@ -1,14 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { mkdir, readFile, readlink, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { readFile, readlink, rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { shellQuote } from "@sbox/core/spec";
 import type { SandboxCgroup } from "./local-cgroups.js";
 import { cgroupViews, holderGroup } from "./local-cgroups.js";
 import type { CommandSettings, CommandTarget, RunningSandbox } from "./local-command.js";
 import { localError } from "./local-errors.js";
 import type { HolderCache } from "./local-holder-cache.js";
+import { holderStage } from "./local-holder-stage.js";
 import { hostIdentity, SANDBOX_USER, sandboxGroup, sandboxPasswd } from "./local-identity.js";
 import type { ResolvedIsolation } from "./local-isolation.js";
 import {
@@ -19,6 +20,7 @@ import {
   sandboxResources,
 } from "./local-launch.js";
 import { shmBytes } from "./local-limits.js";
+import { withLock } from "./local-lock.js";
 import {
   addPortForward,
   aliveFifo,
@@ -31,6 +33,7 @@ import {
 } from "./local-network.js";
 import { COMMAND_TAG_VARIABLE, readProcStat, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
 import { seccompFile } from "./local-seccomp-file.js";
+import { startBoundMs, startTimeout, waitFor } from "./local-start-wait.js";
 import { ensureSandboxDirectories, writeFileAtomic } from "./local-state.js";
 import { SANDBOX_BOOT_ID_FILE, viewArgs } from "./local-view.js";
 
@@ -55,12 +58,18 @@ export interface HolderRecord {
   readonly stack?: NetworkRecord | undefined;
 }
 
-const START_TIMEOUT_MS = 10_000;
-const STALE_LOCK_MS = 15_000;
 /** What the holder sleeps for (a number both GNU and busybox sleep take): about 68 years. */
 const SLEEP_SECONDS = "2147483647";
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** SIGKILL to `pid` (a negative one: its process group) when it is still there (a start that gave up). */
+function killQuietly(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // gone already
+  }
+}
 
 function holderFile(target: CommandTarget): string {
   return join(target.paths.dir, "holder.json");
@@ -89,35 +98,14 @@ export async function liveHolder(target: CommandTarget): Promise<HolderRecord | 
   return holder && (await isAlive(holder.anchor)) ? holder : undefined;
 }
 
-/** A cross-program lock: a directory created atomically; one older than STALE_LOCK_MS is abandoned. */
-export async function withLock<T>(lock: string, work: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      break;
-    } catch (error) {
-      if ((error as { code?: string }).code !== "EEXIST") throw error;
-      const age = await stat(lock).then(
-        (s) => Date.now() - s.mtimeMs,
-        () => 0,
-      );
-      if (age > STALE_LOCK_MS) await rm(lock, { recursive: true, force: true });
-      else if (Date.now() > deadline)
-        throw localError("Timeout", "timed out waiting for the sandbox's namespace lock");
-      else await sleep(20);
-    }
-  }
-  try {
-    return await work();
-  } finally {
-    await rm(lock, { recursive: true, force: true }).catch(() => {});
-  }
-}
-
 /** Runs `work` holding the sandbox's holder lock (starting, stopping, changing its network). */
-export function withHolderLock<T>(target: CommandTarget, work: () => Promise<T>): Promise<T> {
-  return withLock(join(target.paths.dir, "holder.lock"), work);
+export function withHolderLock<T>(
+  target: CommandTarget,
+  work: () => Promise<T>,
+  boundMs?: number | undefined,
+): Promise<T> {
+  // A start holds it for up to its own bound: others wait for twice that before they give up.
+  return withLock(join(target.paths.dir, "holder.lock"), work, boundMs ?? 2 * startBoundMs());
 }
 
 /**
@@ -154,14 +142,17 @@ function writeEtc(target: CommandTarget, network: "user-mode" | "host"): void {
     writeFileSync(join(dir, name), content, { mode: 0o644 });
 }
 
-/** Reads what the holder's bubblewrap reports on its info descriptor: the host pid of the namespace's init. */
-function readInitPid(child: ChildProcess): Promise<number | undefined> {
+/**
+ * Reads what the holder's bubblewrap reports on its info descriptor: the host pid of the namespace's init;
+ * `undefined` when bubblewrap ended without naming one, `"timeout"` when it said nothing within `boundMs`.
+ */
+function readInitPid(child: ChildProcess, boundMs: number): Promise<number | "timeout" | undefined> {
   return new Promise((resolve) => {
     const stream = child.stdio[4] as NodeJS.ReadableStream | null;
     if (!stream) return resolve(undefined);
     let text = "";
     const done = () => resolve(Number(/"child-pid":\s*(\d+)/.exec(text)?.[1]) || undefined);
-    const timer = setTimeout(done, START_TIMEOUT_MS);
+    const timer = setTimeout(() => resolve("timeout"), boundMs);
     stream.on("data", (chunk: Buffer) => {
       text += chunk.toString("utf8");
       if (text.includes("}")) {
@@ -217,11 +208,17 @@ async function startHolder(
   const support = networkSupport(identity);
   const network = support.kind === "slirp4netns" ? "user-mode" : "host";
   writeEtc(target, network);
+  const stage = holderStage(
+    target.paths,
+    dirname(target.paths.dir),
+    isolation.programs.unshare,
+    identity.root && target.record.disk === "image",
+  );
   const view = viewArgs({
-    workspace: target.paths.workspace,
-    tmp: target.paths.tmp,
-    home: target.paths.home,
-    etc: target.paths.etc,
+    workspace: stage?.workspace ?? target.paths.workspace,
+    tmp: stage?.tmp ?? target.paths.tmp,
+    home: stage?.home ?? target.paths.home,
+    etc: stage?.etc ?? target.paths.etc,
     mounts: settings.mounts,
     shmBytes: shmBytes(resources),
     cgroups: cgroup ? cgroupViews(cgroup) : [],
@@ -250,6 +247,7 @@ async function startHolder(
       ]
     : ["--cap-drop", "ALL", "--seccomp", "7", "--info-fd", "4", "--", programs.sleep, SLEEP_SECONDS];
   const bwrap = [
+    ...(stage?.launcher ?? []),
     isolation.bwrapPath,
     ...(identity.root ? [] : ["--unshare-user", "--uid", "0", "--gid", "0"]),
     ...namespaces,
@@ -281,7 +279,9 @@ async function startHolder(
   child.stderr?.on("data", (chunk: Buffer) => {
     if (stderr.length < 4096) stderr += chunk.toString("utf8");
   });
-  const initPid = await readInitPid(child);
+  const boundMs = startBoundMs(settings.startTimeoutMs);
+  const started = Date.now();
+  const initPid = await readInitPid(child, boundMs);
   child.unref();
   const failed = (why: string) => {
     child.stderr?.destroy();
@@ -290,23 +290,39 @@ async function startHolder(
       `the namespaces of local sandbox ${target.id} could not be started: ${why}${stderr ? ` (${stderr.trim()})` : ""}`,
     );
   };
+  if (initPid === "timeout") {
+    killQuietly(child.pid === undefined ? undefined : -child.pid);
+    child.stderr?.destroy();
+    throw startTimeout(
+      `bubblewrap to start the namespaces of local sandbox ${target.id}`,
+      Date.now() - started,
+    );
+  }
   if (initPid === undefined) throw failed(`bwrap exited ${String(child.exitCode)}`);
   const initStat = await readProcStat(initPid);
   if (!initStat) throw failed("the holder exited at once");
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  let anchor: number | undefined;
   const initUserNamespace = await userNamespaceOf(initPid);
-  while (Date.now() < deadline) {
-    anchor = await firstChild(initPid);
-    // As root the anchor makes the sandbox's user namespace itself: wait until it has.
-    if (anchor !== undefined && (!identity.root || (await userNamespaceOf(anchor)) !== initUserNamespace))
-      break;
-    anchor = undefined;
-    await sleep(2);
-  }
+  // Bounded by what is left of the start's bound (the same for bubblewrap's start and its command's).
+  const anchor = await waitFor(
+    `the namespace holder of local sandbox ${target.id} to run`,
+    Math.max(0, boundMs - (Date.now() - started)),
+    async () => {
+      if (!(await isAlive({ pid: initPid, startTime: initStat.startTime }))) return null;
+      const first = await firstChild(initPid);
+      // As root the anchor makes the sandbox's user namespace itself: wait until it has.
+      if (first !== undefined && (!identity.root || (await userNamespaceOf(first)) !== initUserNamespace))
+        return first;
+      return undefined;
+    },
+  ).catch((error: unknown) => {
+    killQuietly(initPid);
+    killQuietly(child.pid === undefined ? undefined : -child.pid);
+    child.stderr?.destroy();
+    throw error;
+  });
   // bubblewrap's own errors come after it named its init: read until its command runs, for the message.
   child.stderr?.destroy();
-  if (anchor === undefined) throw failed("its sleep never started");
+  if (anchor === null) throw failed("its sleep never started (the holder exited)");
   if (identity.root) {
     const { uid, gid } = SANDBOX_USER;
     writeFileSync(`/proc/${anchor}/uid_map`, `${uid} ${identity.sandboxUid} 1\n`);
@@ -373,11 +389,15 @@ export async function ensureHolder(
 ): Promise<HolderRecord> {
   const running = await liveHolder(target);
   if (running) return running;
-  return withHolderLock(target, async () => {
-    const again = await liveHolder(target);
-    if (again) return again;
-    return startHolder(settings, isolation, target);
-  });
+  return withHolderLock(
+    target,
+    async () => {
+      const again = await liveHolder(target);
+      if (again) return again;
+      return startHolder(settings, isolation, target);
+    },
+    2 * startBoundMs(settings.startTimeoutMs),
+  );
 }
 
 /**
@@ -395,12 +415,13 @@ export async function killHolderProcesses(holder: HolderRecord): Promise<void> {
     }
   }
   if (holder.stack) await stopNetwork(holder.stack);
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  while ((await isAlive(holder.init)) || (await isAlive(holder.anchor))) {
-    if (Date.now() > deadline)
-      throw localError("Provider", `the PID namespace's init (pid ${holder.init.pid}) survived SIGKILL`);
-    await sleep(5);
-  }
+  await waitFor(
+    `the PID namespace's init (pid ${holder.init.pid}) to end after SIGKILL`,
+    startBoundMs(),
+    async () => ((await isAlive(holder.init)) || (await isAlive(holder.anchor)) ? undefined : true),
+  ).catch((error: unknown) => {
+    throw localError("Provider", `the PID namespace's init (pid ${holder.init.pid}) survived SIGKILL`, error);
+  });
 }
 
 /** Stops the sandbox's holder, if one runs (stop, destroy). */

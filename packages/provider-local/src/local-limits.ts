@@ -3,6 +3,7 @@ import { cpus, totalmem } from "node:os";
 import type { SandboxSpec } from "@sbox/core/spec";
 import { type CgroupSupport, cgroupSupport } from "./local-cgroups.js";
 import { localError } from "./local-errors.js";
+import { startBoundMs } from "./local-start-wait.js";
 
 /** The resources of one sandbox, as recorded in its record (the spec's, or the defaults). */
 export interface LocalResources {
@@ -95,7 +96,7 @@ export function shellUlimit(shell: string): ShellUlimit | undefined {
       ["-c", `ulimit ${processes} 4321 && ulimit -f 8 && cat /proc/self/limits`],
       {
         encoding: "utf8",
-        timeout: 10_000,
+        timeout: startBoundMs(),
         env: { PATH: "/usr/bin:/bin" },
       },
     );

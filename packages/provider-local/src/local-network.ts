@@ -7,6 +7,7 @@ import { localError } from "./local-errors.js";
 import { type HostIdentity, hostIdentity } from "./local-identity.js";
 import { startPortForward, stopPortForward, stopPortForwards } from "./local-port-forward.js";
 import { readProcStat } from "./local-procfs.js";
+import { startBoundMs } from "./local-start-wait.js";
 import { systemDirectoryArgs } from "./local-view.js";
 
 /**
@@ -129,8 +130,6 @@ export interface NetworkStart {
   readonly tags: Record<string, string>;
 }
 
-const READY_TIMEOUT_MS = 10_000;
-
 /** The FIFO the sandbox's holder keeps open, in `<sandbox>/net`: see `startNetwork`. */
 export function aliveFifo(netDir: string): string {
   return join(netDir, "alive");
@@ -161,7 +160,7 @@ function readPipe(stream: NodeJS.ReadableStream | null, until: (text: string) =>
   return new Promise((resolve) => {
     let text = "";
     if (!stream) return resolve(text);
-    const timer = setTimeout(() => resolve(text), READY_TIMEOUT_MS);
+    const timer = setTimeout(() => resolve(text), startBoundMs());
     stream.on("data", (chunk: Buffer) => {
       text += chunk.toString("utf8");
       if (until(text)) {

@@ -52,13 +52,22 @@ export interface LocalOptions {
    */
   mounts?: readonly LocalMount[] | undefined;
   /**
-   * As root, under bubblewrap: give each sandbox an ext4 image of its own, `resources.diskMB` large (sparse),
-   * so that its `/workspace`, `/tmp` and `/home/user` together can never hold more (ENOSPC inside). Default
-   * `false`: each file a sandbox writes is limited to `diskMB`, not their total. Refused with `NotSupported`
-   * where no image can be mounted (not root, no loop devices, no mkfs.ext4). Each sandbox then holds four
-   * mounts (the image and three binds) below the state root, which is made a private mount of itself.
+   * Under bubblewrap, each sandbox gets an ext4 image of its own, `resources.diskMB` large (sparse: it takes on
+   * the host's disk what is written, at most that), so that its `/workspace`, `/tmp` and `/home/user` together
+   * can never hold more (ENOSPC inside). Default: wherever one can be made (as root, with loop devices and
+   * mkfs.ext4); elsewhere each file a sandbox writes is limited to `diskMB`, not their total (one warning,
+   * and `getInfo().raw.limits.enforced.disk` says why). `true` insists: refused with `NotSupported` where no
+   * image can be mounted. `false` opts out. Each sandbox with one holds four mounts (the image and three
+   * binds) below the state root, which is made a private mount of itself.
    */
   diskImage?: boolean | undefined;
+  /**
+   * How long a sandbox's processes may take to start (its namespace holder, or another program's start of it)
+   * before the command fails with `Timeout`, in milliseconds. Default: 30 s times the host's load per CPU (at
+   * least 30 s, at most 5 minutes), so that a loaded CI machine is waited for and a start that never happens
+   * still ends.
+   */
+  startTimeoutMs?: number | undefined;
   /** Path of the `bwrap` executable (default: looked up on `PATH`, then `/usr/bin/bwrap`). */
   bwrapPath?: string | undefined;
   /** Shell used for string commands (default `/bin/sh`). */
@@ -105,6 +114,7 @@ const LOCAL_OPTION_RULES: ProviderOptionRules = {
     Array.isArray(value) ? undefined : "must be an array",
   ),
   diskImage: optionRules.boolean(),
+  startTimeoutMs: optionRules.positiveInteger("a positive whole number of milliseconds"),
   bwrapPath: optionRules.nonEmptyString(),
   shell: optionRules.nonEmptyString(),
   path: optionRules.nonEmptyString(),

@@ -162,6 +162,18 @@ function warnAboutRlimits(reason: string): void {
   );
 }
 
+let noDiskImageWarned = false;
+
+/** Says once per process that sandboxes get no total disk limit here, and why. */
+function warnAboutNoDiskImage(reason: string): void {
+  if (noDiskImageWarned) return;
+  noDiskImageWarned = true;
+  process.emitWarning(
+    `sbox local: no disk image can be made for sandboxes here (${reason}); each file a sandbox writes is limited to resources.diskMB, not their total. getInfo().raw.limits.enforced.disk says what each sandbox gets.`,
+    { code: "SBOX_LOCAL_NO_DISK_IMAGE" },
+  );
+}
+
 let noNetworkWarned = false;
 
 /** Says once per process that sandboxes get no network by default here, why, and how to change that. */
@@ -230,6 +242,7 @@ export function local(
     path: options.path ?? (unisolated() ? (process.env.PATH ?? DEFAULT_PATH) : DEFAULT_PATH),
     mounts,
     stateRoot: root,
+    startTimeoutMs: options.startTimeoutMs,
   });
   const context = (): CommandContext => ({ settings: settings(), isolation: isolation(), holders });
 
@@ -274,12 +287,14 @@ export function local(
   };
 
   /**
-   * Whether new sandboxes get a disk image of their own: only when `diskImage` asks for one, under bubblewrap;
-   * asked for where none can be made, creating is refused rather than done without the limit.
+   * Whether new sandboxes get a disk image of their own: by default wherever one can be made (as root, under
+   * bubblewrap, with loop devices and mkfs.ext4), else each file is limited and the total is not (one
+   * warning). `diskImage: true` insists (refused where none can be made), `diskImage: false` opts out.
    */
   const diskFor = (): { support: DiskSupport | undefined; field: { disk?: "image" } } => {
-    if (!options.diskImage) return { support: undefined, field: {} };
+    if (options.diskImage === false) return { support: undefined, field: {} };
     if (unisolated()) {
+      if (options.diskImage === undefined) return { support: undefined, field: {} };
       throw localError(
         "NotSupported",
         "local({ diskImage: true }) needs bubblewrap: this provider runs without isolation",
@@ -287,17 +302,22 @@ export function local(
     }
     const support = diskSupport(root, hostIdentity().root);
     if (support.kind === "image") return { support, field: { disk: "image" } };
+    if (options.diskImage === undefined) {
+      warnAboutNoDiskImage(support.reason);
+      return { support: undefined, field: {} };
+    }
     throw localError(
       "NotSupported",
       `local({ diskImage: true }): no disk image can be made here (${support.reason}); without it each file a sandbox writes is limited to resources.diskMB, not their total`,
     );
   };
 
-  /** Why a sandbox has no disk image. */
-  const diskReason = (): string =>
-    options.diskImage
-      ? "made before disk images were asked for"
-      : "no disk image: local({ diskImage: true }) gives each sandbox one, as root";
+  /** Why a sandbox under bubblewrap has no disk image. */
+  const diskReason = (): string => {
+    if (options.diskImage === false) return "local({ diskImage: false }) opts out of the disk image";
+    const support = diskSupport(root, hostIdentity().root);
+    return support.kind === "image" ? "made before disk images were the default" : support.reason;
+  };
 
   /** Why no user-mode network is usable (only called once `grantEgress` fell back to block-all). */
   const networkReason = (): string => {

@@ -22,6 +22,7 @@ interface Limits {
   diskMB: number;
   cgroup?: { kind: string; dirs?: Record<string, string>; dir?: string };
   kernel?: { pids?: number; memoryBytes?: number };
+  enforced: { disk: string };
 }
 
 /** The limits `/proc/self/limits` shows inside the sandbox, in their units (bytes, processes). */
@@ -174,19 +175,43 @@ describe("containment (bubblewrap, default limits)", () => {
   }, 120_000);
 
   it("a 2 GB write stops at the size limit, and the sandbox works on", async () => {
+    const isRoot = process.getuid?.() === 0;
     expect(limits.diskMB, "a default size limit below 2 GB").toBeLessThan(2048);
     const inside = await limitsInside(provider, sandbox);
     expect(inside.fileSize, "RLIMIT_FSIZE inside the sandbox").toBe(limits.diskMB * 1024 * 1024);
-    try {
-      const result = await run(
+    const capBytes = limits.diskMB * 1024 * 1024;
+    let script: string;
+    if (isRoot) {
+      // As root the default is a total limit: the three directories are one file system of at most diskMB
+      // (the sandbox's own image), checked before anything is written.
+      expect(limits.enforced.disk).toContain("together");
+      const df = await run(
         provider,
         sandbox,
-        "head -c 2147483648 /dev/zero > /workspace/big; echo status=$?; stat -c %s /workspace/big",
-        { signal: AbortSignal.timeout(120_000) },
+        "for d in /workspace /tmp /home/user; do stat -f -c '%b %S' $d; stat -c %d $d; done",
       );
-      const [status, size] = result.stdout.trim().split("\n");
-      expect(status).not.toBe("status=0");
-      expect(Number(size)).toBeLessThanOrEqual(limits.diskMB * 1024 * 1024);
+      const lines = df.stdout.trim().split("\n");
+      const [blocks, blockSize] = lines[0]!.split(" ").map(Number);
+      expect(blocks! * blockSize!, "the file system's size").toBeLessThanOrEqual(capBytes);
+      expect(new Set([lines[1], lines[3], lines[5]]).size, "one device behind all three").toBe(1);
+      // 2 GB in four files of 512 MB across the three directories: each is below the per-file limit, so
+      // only the total stops them.
+      script = [
+        "for f in /workspace/big1 /tmp/big2 /home/user/big3 /workspace/big4; do head -c 536870912 /dev/zero > $f || echo failed; done",
+        "du -sk /workspace /tmp /home/user | awk '{ s += $1 } END { print s * 1024 }'",
+      ].join("\n");
+    } else {
+      // Unprivileged no image can be mounted: each file is limited (RLIMIT_FSIZE, checked above), one 2 GB
+      // file stops at it.
+      expect(limits.enforced.disk).toContain("not their total");
+      script = "head -c 2147483648 /dev/zero > /workspace/big1 || echo failed; stat -c %s /workspace/big1";
+    }
+    try {
+      const result = await run(provider, sandbox, script, { signal: AbortSignal.timeout(150_000) });
+      const lines = result.stdout.trim().split("\n");
+      expect(lines, "a write failed").toContain("failed");
+      expect(result.stderr).toMatch(isRoot ? /No space left on device/ : /File too large|File size limit/);
+      expect(Number(lines.at(-1)), "what the sandbox holds, in bytes").toBeLessThanOrEqual(capBytes);
       const shm = await run(
         provider,
         sandbox,
@@ -194,10 +219,10 @@ describe("containment (bubblewrap, default limits)", () => {
       );
       expect(shm.stdout.split("\n")[0]).not.toBe("status=0");
     } finally {
-      await run(provider, sandbox, "rm -f /workspace/big");
+      await run(provider, sandbox, "rm -f /workspace/big* /tmp/big* /home/user/big*");
     }
     expect((await run(provider, sandbox, "echo alive")).stdout).toBe("alive\n");
-  }, 180_000);
+  }, 240_000);
 
   it("refuses a CPU limit it cannot enforce, and enforces one where it can", async () => {
     const { cgroupSupport } = await import("../src/local-cgroups.js");
@@ -228,7 +253,8 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
   let limits: Limits & { enforced: { disk: string } };
 
   beforeAll(async () => {
-    provider = local({ root: `${state.home}/disk`, isolation: "bwrap", diskImage: isRoot });
+    // The default configuration: as root a disk image is the default, unprivileged none can be made.
+    provider = local({ root: `${state.home}/disk`, isolation: "bwrap" });
     sandbox = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
     limits = ((await provider.doGetInfo(sandbox, call())).raw as { limits: typeof limits }).limits;
   });
@@ -318,12 +344,12 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
     },
   );
 
-  it("without diskImage: each file is limited, and getInfo says the total is not", async () => {
-    const plain = local({ root: `${state.home}/disk`, isolation: "bwrap" });
+  it("diskImage: false: each file is limited, and getInfo says the total is not, and why", async () => {
+    const plain = local({ root: `${state.home}/disk`, isolation: "bwrap", diskImage: false });
     const unlimited = await plain.doCreate({ resources: { diskMB: DISK_MB } }, call());
     const raw = (await plain.doGetInfo(unlimited, call())).raw as { limits: typeof limits };
     expect(raw.limits.enforced.disk).toContain("not their total");
-    expect(raw.limits.enforced.disk).toContain("diskImage: true");
+    expect(raw.limits.enforced.disk).toContain("diskImage: false");
     expect(mountsBelow(unlimited.native.dir)).toEqual([]);
     await plain.doDestroy(unlimited, call());
   });
@@ -334,7 +360,9 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
       code: "NotSupported",
       message: expect.stringContaining("needs root"),
     });
+    // The default there: no total limit, said in getInfo with the reason.
     expect(limits.enforced.disk).toContain("not their total");
+    expect(limits.enforced.disk).toContain("needs root");
     const inside = await limitsInside(provider, sandbox);
     expect(inside.fileSize, "RLIMIT_FSIZE inside the sandbox").toBe(DISK_MB * 1024 * 1024);
     expect(mountsBelow(sandbox.native.dir)).toEqual([]);
