@@ -18,10 +18,12 @@
  *   pnpm --filter @sbox/core --filter @sbox/provider-docker build && node packages/provider-docker/bench/slow-consumer.bench.mjs
  *
  * Environment: SBOX_BENCH_IMAGE (default sbox-busybox:latest), SBOX_BENCH_ROUNDS (default 3),
- * SBOX_BENCH_MB (default 100), SBOX_BENCH_SLEEP_MS (default 10).
+ * SBOX_BENCH_MB (default 100), SBOX_BENCH_SLEEP_MS (default 10), SBOX_BENCH_VARIANTS (default
+ * `raw,e3,native`: a subset measures one path at large sizes without waiting for the others).
  */
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { createSandboxClient } from "@sbox/core";
 import Docker from "dockerode";
@@ -33,26 +35,37 @@ const IMAGE = process.env.SBOX_BENCH_IMAGE ?? "sbox-busybox:latest";
 const ROUNDS = Number(process.env.SBOX_BENCH_ROUNDS ?? 3);
 const SIZE = Number(process.env.SBOX_BENCH_MB ?? 100) * 1_000_000;
 const SLEEP_MS = Number(process.env.SBOX_BENCH_SLEEP_MS ?? 10);
+const VARIANTS = (process.env.SBOX_BENCH_VARIANTS ?? "raw,e3,native").split(",");
 const HEAP_MB = 48;
 const FILE = "/tmp/slow-consumer.txt";
 const MIB = 1024 * 1024;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Samples memory every 10 ms until stopped; returns the peaks of RSS, of the JS heap and of buffers. */
+/**
+ * Samples memory every 10 ms until stopped; returns the peaks of RSS, of the JS heap, of buffers
+ * (`arrayBuffers`) and of everything outside the heap that V8 is told of (`external`: buffers and external
+ * strings, such as the ones Node makes of large decoded text), and how many garbage collections ran.
+ */
 function memoryPeaks() {
-  const peak = { rss: 0, heap: 0, buffers: 0 };
+  const peak = { rss: 0, heap: 0, buffers: 0, external: 0, gcs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    peak.gcs += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ["gc"] });
   const sample = () => {
     const m = process.memoryUsage();
     peak.rss = Math.max(peak.rss, m.rss);
     peak.heap = Math.max(peak.heap, m.heapUsed);
     peak.buffers = Math.max(peak.buffers, m.arrayBuffers);
+    peak.external = Math.max(peak.external, m.external);
   };
   sample();
   const timer = setInterval(sample, 10);
   return {
     stop() {
       clearInterval(timer);
+      observer.disconnect();
       sample();
       return peak;
     },
@@ -118,8 +131,12 @@ async function child(variant, sandboxId, containerId) {
   const growth = (peak.rss - before.rss) / MIB;
   const heap = (peak.heap - before.heapUsed) / MIB;
   const buffers = (peak.buffers - before.arrayBuffers) / MIB;
+  const external = (peak.external - before.external) / MIB;
   await close();
-  console.log(JSON.stringify({ variant, ms, growth, heap, buffers, events, bytes, sha: hash.digest("hex") }));
+  const sha = hash.digest("hex");
+  console.log(
+    JSON.stringify({ variant, ms, growth, heap, buffers, external, gcs: peak.gcs, events, bytes, sha }),
+  );
 }
 
 function runChild(variant, sandboxId, containerId) {
@@ -166,9 +183,10 @@ async function main() {
     const expected = line.split(" ")[0];
     const total = Number(count);
     const results = { raw: [], e3: [], native: [] };
+    const chosen = Object.keys(results).filter((variant) => VARIANTS.includes(variant));
     await rotatedRounds(
       Object.fromEntries(
-        Object.keys(results).map((variant) => [
+        chosen.map((variant) => [
           variant,
           async () => {
             const r = await runChild(variant, sandbox.id, containerId);
@@ -212,12 +230,33 @@ async function main() {
           unit: "MiB",
           ratioName: "x raw",
         },
+        {
+          name: "peak external growth (buffers, external strings), E3 (MiB)",
+          a: of("raw", "external"),
+          b: of("e3", "external"),
+          unit: "MiB",
+          ratioName: "x raw",
+        },
+        {
+          name: "garbage collections, E3",
+          a: of("raw", "gcs"),
+          b: of("e3", "gcs"),
+          unit: "",
+          ratioName: "x raw",
+        },
         { name: "time, E3 (ms)", a: of("raw", "ms"), b: of("e3", "ms"), unit: "ms", ratioName: "x raw" },
         { name: "events, E3", a: of("raw", "events"), b: of("e3", "events"), unit: "", ratioName: "x raw" },
         {
           name: "peak RSS growth, native stream (MiB)",
           a: of("raw", "growth"),
           b: of("native", "growth"),
+          unit: "MiB",
+          ratioName: "x raw",
+        },
+        {
+          name: "peak external growth, native stream (MiB)",
+          a: of("raw", "external"),
+          b: of("native", "external"),
           unit: "MiB",
           ratioName: "x raw",
         },
@@ -237,7 +276,7 @@ async function main() {
         },
       ],
     );
-    console.log(`\nall ${ROUNDS * 3} runs delivered ${total} bytes with sha256 ${expected}`);
+    console.log(`\nall ${ROUNDS * chosen.length} runs delivered ${total} bytes with sha256 ${expected}`);
     await sandbox.destroy();
   } finally {
     await client.dispose();

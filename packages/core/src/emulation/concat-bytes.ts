@@ -12,3 +12,13 @@ export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
   }
   return out;
 }
+
+/**
+ * Bytes out of a larger buffer as a plain `Uint8Array` of their own: a view when large (no copy), a copy
+ * when small, since a small Node `Buffer` may be a slice of a shared pool (whose other bytes must not
+ * travel with the result) and a small view would keep a large buffer alive.
+ */
+export function ownBytes(bytes: Uint8Array): Uint8Array {
+  if (bytes.length < 64 * 1024) return new Uint8Array(bytes);
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+}

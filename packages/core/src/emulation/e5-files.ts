@@ -30,7 +30,7 @@ import {
   type TransferShell,
   writePieces,
 } from "./e5-transfer.js";
-import type { EmulationContext, ShellResult } from "./emulation-context.js";
+import { type EmulationContext, noteStdoutKind, type ShellResult, stdoutIsRaw } from "./emulation-context.js";
 import { pieces } from "./shell-exec-upload.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -65,11 +65,9 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     } catch (error) {
       throw toSandboxError(error, { provider: ctx.provider, operation });
     }
-    // What one exec's stdout was is what every exec's is: the provider's exec does not change its kind.
-    if (result.rawStdout !== undefined) rawStdout = result.rawStdout;
+    noteStdoutKind(ctx, result);
     return result;
   };
-  let rawStdout = false;
   const errorContext = (operation: string, path: string, messages?: FileErrorContext["messages"]) => ({
     provider: ctx.provider,
     operation,
@@ -91,7 +89,7 @@ export function emulatedFiles(ctx: EmulationContext): EmulatedFileMethods {
     return result;
   };
 
-  const shell: TransferShell = { ctx, exec, check, errorContext, rawStdout: () => rawStdout };
+  const shell: TransferShell = { ctx, exec, check, errorContext, rawStdout: () => stdoutIsRaw(ctx) };
 
   const writeBytes = async (
     sandbox: DriverSandbox,

@@ -11,6 +11,7 @@
 import { SandboxError } from "../errors/sandbox-error.js";
 import { toSandboxError } from "../errors/to-sandbox-error.js";
 import type { DriverSandbox } from "../spec/provider-spec.js";
+import { ownBytes } from "./concat-bytes.js";
 import { decodeBase64 } from "./e5-base64.js";
 import { FILE_EXIT, type FileErrorContext, GONE_FUNCTION } from "./e5-file-errors.js";
 import { joinPath, normalizePath, parentOf, randomToken, shellPath } from "./e5-paths.js";
@@ -393,15 +394,6 @@ export async function writePieces(
     await upload.discard();
     throw toSandboxError(error, { provider: shell.ctx.provider, operation: "files.write" });
   }
-}
-
-/**
- * Raw stdout as a plain `Uint8Array` of its own: a view when large (no copy), a copy when small, since a
- * small Node `Buffer` may be a slice of a shared pool whose other bytes must not travel with the result.
- */
-function ownBytes(bytes: Uint8Array): Uint8Array {
-  if (bytes.length < 64 * 1024) return new Uint8Array(bytes);
-  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 /** Cuts bytes in memory into pieces (views, no copies). */

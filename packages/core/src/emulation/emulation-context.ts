@@ -53,6 +53,24 @@ export function stateDirOf(ctx: EmulationContext, sandbox: DriverSandbox): strin
   return (sandbox.emulationStateDir ?? ctx.stateDir).replace(/(.)\/+$/, "$1");
 }
 
+const rawStdoutSeen = new WeakMap<EmulationContext, boolean>();
+
+/**
+ * Takes in what one result of `ctx.exec` tells about the provider's stdout (`ShellResult.rawStdout`):
+ * every exec of a provider hands stdout over the same way, so one result tells for all later ones.
+ */
+export function noteStdoutKind(ctx: EmulationContext, result: Pick<ShellResult, "rawStdout">): void {
+  if (result.rawStdout !== undefined) rawStdoutSeen.set(ctx, result.rawStdout);
+}
+
+/**
+ * Whether `ctx.exec`'s stdout is known to carry raw bytes (learned by {@link noteStdoutKind} from an earlier
+ * result of any emulation): then binary output may come back as it is, else it must come back as base64.
+ */
+export function stdoutIsRaw(ctx: EmulationContext): boolean {
+  return rawStdoutSeen.get(ctx) ?? false;
+}
+
 /** No command line built by an emulation may carry more than this many bytes. */
 export const MAX_COMMAND_LINE_BYTES: number = 64 * 1024;
 

@@ -1,15 +1,16 @@
 import { SandboxError } from "../errors/sandbox-error.js";
 import type { DriverExecRequest, DriverSandbox } from "../spec/provider-spec.js";
 import { applyEnvCwd } from "./e1-env-cwd.js";
-import { type EmulationContext, fitsCommandLine } from "./emulation-context.js";
+import { type EmulationContext, fitsCommandLine, noteStdoutKind, stdoutIsRaw } from "./emulation-context.js";
 import { type ExitTokens, tokenLine, WRITE_PROOF_SCRIPT } from "./exit-proof.js";
 import {
-  parseRunPoll,
   pollCall,
   pollCapFor,
   pollFunctions,
+  pollGoneCall,
   type RunPoll,
   takeLines,
+  takeRunPoll,
 } from "./output-poll-script.js";
 import { randomHex } from "./random-hex.js";
 import { uploadToFile } from "./shell-exec-upload.js";
@@ -162,6 +163,9 @@ export async function startDetached(
   // appear in no process's arguments; inline (an exec without stdin) they are on this exec's command line.
   const viaStdin = ctx.execStdin !== "none";
   const tokens = viaStdin ? "k=; IFS= read -r k" : `k=${shellQuote(tokenLine(request.tokens))}`;
+  // The first poll's output comes back raw when an earlier exec showed that stdout carries bytes.
+  const raw = stdoutIsRaw(ctx);
+  const cap = pollCapFor(1);
   const member = {
     dir: relative,
     offsets: { out: 0, err: 0 },
@@ -181,7 +185,7 @@ export async function startDetached(
     "  sleep 0.003 2>/dev/null || break; i=$((i + 1))",
     "done",
     'echo "P $p"',
-    `if cd ${shellQuote(request.stateDir)} 2>/dev/null; then ${pollCall(member, pollCapFor(1))}; else printf 'G\\n\\n\\n'; fi`,
+    `if cd ${shellQuote(request.stateDir)} 2>/dev/null; then ${pollCall(member, cap, raw)}; else ${pollGoneCall(raw)}; fi`,
   ];
   let script = `${pollFunctions()}\nmkdir -p ${dir} || exit 125\n${writes}\n${launch.join("\n")}`;
   if (!fitsCommandLine(script)) {
@@ -197,7 +201,8 @@ export async function startDetached(
     signal: housekeepingSignal(),
     ...(viaStdin ? { stdin: new TextEncoder().encode(`${tokenLine(request.tokens)}\n`) } : {}),
   });
-  const { lines } = takeLines(result.stdout, 4);
+  noteStdoutKind(ctx, result);
+  const { lines, rest } = takeLines(result.stdout, 1);
   const pidLine = new TextDecoder().decode(lines[0] ?? new Uint8Array(0));
   const pid = /^P ([0-9]+)$/.exec(pidLine)?.[1];
   if (result.exitCode !== 0 || pid === undefined) {
@@ -207,7 +212,11 @@ export async function startDetached(
       { provider: ctx.provider },
     );
   }
-  const initial = parseRunPoll(lines.slice(1), { provider: ctx.provider, what: "the detached command" });
+  const { poll: initial } = takeRunPoll(
+    rest,
+    { raw, cap },
+    { provider: ctx.provider, what: "the detached command" },
+  );
   return { dir: request.dir, pid: Number(pid), initial };
 }
 

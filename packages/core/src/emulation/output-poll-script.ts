@@ -1,4 +1,5 @@
 import { SandboxError } from "../errors/sandbox-error.js";
+import { ownBytes } from "./concat-bytes.js";
 import { decodeBase64 } from "./e5-base64.js";
 import { MAX_PROOF_NAMES, PROOF_PREFIX } from "./exit-proof.js";
 import { shellQuote } from "./shell-quote.js";
@@ -33,9 +34,11 @@ export function pollCapFor(runs: number): number {
  * - `sbox_ended DIR TOK KNOWN`: true when the run is gone or its supervisor has exited, or when its exit
  *   file holds a number and, with `TOK=1` (the client holds the run's tokens), there are more proof names
  *   than the KNOWN ones the client saw last: names and exit files other processes write only cost a look.
- * - `sbox_poll DIR OUT ERR CAP RM TOK`: prints `R <alive> <exit file> <out size> <err size> <done> <killed>
- *   <proof count><proofs>`, then the new stdout and stderr bytes from the offsets (at most CAP each) in
- *   base64 on one line each; `G` and two empty lines when DIR is gone. `done` is 1 when the run has ended
+ * - `sbox_poll DIR OUT ERR CAP RM TOK RAW`: prints `R <alive> <exit file> <out size> <err size> <done>
+ *   <killed> <proof count><proofs>`, then the new stdout and stderr bytes from the offsets (at most CAP
+ *   each): with `RAW=1` (the exec's stdout carries bytes) a line `<stdout bytes> <stderr bytes>` and exactly
+ *   that many raw bytes of each, else in base64 on one line each. When DIR is gone: `G`, then `0 0` (raw) or
+ *   two empty lines (see `sbox_poll_gone`). `done` is 1 when the run has ended
  *   (with `TOK=1`: the supervisor exited and left proof names) and this poll carries all of its output; then
  *   with `RM=1` the directory is removed. Liveness is read before the exit records and those before the
  *   sizes: a supervisor that dies right after writing its record is never taken for one that died without,
@@ -65,9 +68,18 @@ const POLL_FUNCTIONS = [
   '  [ "$2" = 1 ] || return 0',
   '  sbox_proofs "$1"; [ "$n" -gt "$3" ]',
   "}",
+  "sbox_poll_gone() {",
+  `  if [ "$1" = 1 ]; then printf 'G\\n0 0\\n'; else printf 'G\\n\\n\\n'; fi`,
+  "}",
+  // Exactly $3 bytes of file $1 from offset $2: zeros stand in for bytes of a file that shrank meanwhile, so
+  // a run's output can never shift the framing of what follows it.
+  "sbox_bytes() {",
+  '  [ "$3" -gt 0 ] || return 0',
+  '  { tail -c +$(($2 + 1)) "$1" 2>/dev/null; cat /dev/zero 2>/dev/null; } | head -c "$3"',
+  "}",
   "sbox_poll() {",
-  "  d=$1; oo=$2; eo=$3; cap=$4; rmd=$5; tok=$6",
-  `  if [ ! -d "$d" ]; then printf 'G\\n\\n\\n'; return 0; fi`,
+  "  d=$1; oo=$2; eo=$3; cap=$4; rmd=$5; tok=$6; raw=$7",
+  '  if [ ! -d "$d" ]; then sbox_poll_gone "$raw"; return 0; fi',
   '  a=1; sbox_alive "$d" || a=0',
   '  sbox_proofs "$d"',
   // A supervisor that left its proof is exiting: give it a few ms, then read the proofs again.
@@ -81,8 +93,15 @@ const POLL_FUNCTIONS = [
   '  f=0; if [ "$tok" = 1 ]; then [ "$a" = 0 ] && [ "$n" -gt 0 ] && f=1; else case $e in -|"?") ;; *) f=1;; esac; fi',
   '  { [ $((o - oo)) -le "$cap" ] && [ $((r - eo)) -le "$cap" ]; } || f=0',
   `  printf 'R %s %s %s %s %s %s %s%s\\n' "$a" "$e" "$o" "$r" "$f" "$k" "$n" "$px"`,
-  `  if [ "$o" -gt "$oo" ]; then tail -c +$((oo + 1)) "$d/out" | head -c "$cap" | base64 | tr -d '\\n'; fi; echo`,
-  `  if [ "$r" -gt "$eo" ]; then tail -c +$((eo + 1)) "$d/err" | head -c "$cap" | base64 | tr -d '\\n'; fi; echo`,
+  '  if [ "$raw" = 1 ]; then',
+  "    no=0; ne=0",
+  '    if [ "$o" -gt "$oo" ]; then no=$((o - oo)); [ "$no" -le "$cap" ] || no=$cap; fi',
+  '    if [ "$r" -gt "$eo" ]; then ne=$((r - eo)); [ "$ne" -le "$cap" ] || ne=$cap; fi',
+  `    printf '%s %s\\n' "$no" "$ne"; sbox_bytes "$d/out" "$oo" "$no"; sbox_bytes "$d/err" "$eo" "$ne"`,
+  "  else",
+  `    if [ "$o" -gt "$oo" ]; then tail -c +$((oo + 1)) "$d/out" | head -c "$cap" | base64 | tr -d '\\n'; fi; echo`,
+  `    if [ "$r" -gt "$eo" ]; then tail -c +$((eo + 1)) "$d/err" | head -c "$cap" | base64 | tr -d '\\n'; fi; echo`,
+  "  fi",
   '  if [ "$f" = 1 ] && [ "$rmd" = 1 ]; then rm -rf "$d" 2>/dev/null; fi',
   "  return 0",
   "}",
@@ -164,13 +183,20 @@ export interface PollScriptRequest {
   readonly wakeHeld?: boolean | undefined;
   /** Run directories (relative) to remove at the end: runs that ended before their removal was safe. */
   readonly remove?: readonly string[] | undefined;
+  /** Output bytes come back raw (the exec's stdout carries bytes), else in base64. */
+  readonly raw: boolean;
 }
 
 const flag = (value: boolean): string => (value ? "1" : "0");
 
-/** The shell call that polls one member. */
-export function pollCall(member: PollMember, cap: number): string {
-  return `sbox_poll ${shellQuote(member.dir)} ${member.offsets.out} ${member.offsets.err} ${cap} ${flag(member.removeWhenDone)} ${flag(member.proven)}`;
+/** The shell call that polls one member, its output raw or in base64 (see {@link takeRunPoll}). */
+export function pollCall(member: PollMember, cap: number, raw: boolean): string {
+  return `sbox_poll ${shellQuote(member.dir)} ${member.offsets.out} ${member.offsets.err} ${cap} ${flag(member.removeWhenDone)} ${flag(member.proven)} ${flag(raw)}`;
+}
+
+/** The shell call that prints what {@link pollCall} prints for a run that is gone. */
+export function pollGoneCall(raw: boolean): string {
+  return `sbox_poll_gone ${flag(raw)}`;
 }
 
 /** The definitions every poll and start script begin with. */
@@ -208,8 +234,8 @@ export function pollScript(request: PollScriptRequest): string {
       `  if [ -e ${wake} ]; then rm -f ${wake}; fi`,
     );
   }
-  lines.push("else", "  sbox_poll() { printf 'G\\n\\n\\n'; }", "fi");
-  for (const member of request.members) lines.push(pollCall(member, request.cap));
+  lines.push("else", `  sbox_poll() { ${pollGoneCall(request.raw)}; }`, "fi");
+  for (const member of request.members) lines.push(pollCall(member, request.cap, request.raw));
   if (request.remove && request.remove.length > 0) {
     lines.push(`rm -rf ${request.remove.map((dir) => shellQuote(dir)).join(" ")} 2>/dev/null; true`);
   }
@@ -259,12 +285,68 @@ export function takeLines(bytes: Uint8Array, count: number): { lines: Uint8Array
 
 const decoder = new TextDecoder();
 
-/** Parses the three lines {@link pollCall} printed for one run. */
-export function parseRunPoll(
-  lines: readonly Uint8Array[],
+/**
+ * Takes what {@link pollCall} printed for one run off the front of a poll's stdout: the run as the poll
+ * saw it, and the rest (the next runs). Raw output is framed by its byte counts (checked against the rest
+ * and the cap); base64 output by lines. Large raw pieces are views of `bytes`, small ones copies.
+ */
+export function takeRunPoll(
+  bytes: Uint8Array,
+  options: { readonly raw: boolean; readonly cap: number },
+  context: { provider: string; what: string },
+): { poll: RunPoll; rest: Uint8Array } {
+  if (!options.raw) {
+    const taken = takeLines(bytes, 3);
+    const [header, out, err] = taken.lines;
+    if (taken.lines.length < 3) throw unexpectedPoll(context);
+    return {
+      poll: parseRunPoll(header!, decodeOutput(out!), decodeOutput(err!), context),
+      rest: taken.rest,
+    };
+  }
+  const taken = takeLines(bytes, 2);
+  const counts = /^([0-9]+) ([0-9]+)$/.exec(decoder.decode(taken.lines[1] ?? new Uint8Array(0)));
+  const outLength = Number(counts?.[1]);
+  const errLength = Number(counts?.[2]);
+  if (
+    taken.lines.length < 2 ||
+    !counts ||
+    outLength > options.cap ||
+    errLength > options.cap ||
+    outLength + errLength > taken.rest.length
+  ) {
+    throw unexpectedPoll(context);
+  }
+  const body = taken.rest;
+  return {
+    poll: parseRunPoll(
+      taken.lines[0]!,
+      ownBytes(body.subarray(0, outLength)),
+      ownBytes(body.subarray(outLength, outLength + errLength)),
+      context,
+    ),
+    rest: body.subarray(outLength + errLength),
+  };
+}
+
+function decodeOutput(line: Uint8Array): Uint8Array {
+  return line.length > 0 ? decodeBase64(line) : new Uint8Array(0);
+}
+
+function unexpectedPoll(context: { provider: string; what: string }): SandboxError {
+  return new SandboxError("Provider", `reading the output of ${context.what}: unexpected poll output`, {
+    provider: context.provider,
+  });
+}
+
+/** Parses the header line {@link pollCall} printed for one run, with its output already taken. */
+function parseRunPoll(
+  line: Uint8Array,
+  stdout: Uint8Array,
+  stderr: Uint8Array,
   context: { provider: string; what: string },
 ): RunPoll {
-  const header = decoder.decode(lines[0] ?? new Uint8Array(0)).trim();
+  const header = decoder.decode(line).trim();
   const empty = new Uint8Array(0);
   if (header === "G") {
     return {
@@ -283,7 +365,6 @@ export function parseRunPoll(
   const words = header.split(" ");
   const [tag, alive, exitRecord, out, err, done, killed, count, ...proofs] = words;
   if (
-    lines.length < 3 ||
     tag !== "R" ||
     !/^[01]$/.test(alive ?? "") ||
     !/^([0-9]+|-|\?)$/.test(exitRecord ?? "") ||
@@ -292,9 +373,7 @@ export function parseRunPoll(
     !/^[01]$/.test(done ?? "") ||
     !/^[0-9]+$/.test(count ?? "")
   ) {
-    throw new SandboxError("Provider", `reading the output of ${context.what}: unexpected poll output`, {
-      provider: context.provider,
-    });
+    throw unexpectedPoll(context);
   }
   return {
     gone: false,
@@ -305,7 +384,7 @@ export function parseRunPoll(
     killed: killed ?? "-",
     proofs,
     proofCount: Number(count),
-    stdout: lines[1]!.length > 0 ? decodeBase64(lines[1]!) : empty,
-    stderr: lines[2]!.length > 0 ? decodeBase64(lines[2]!) : empty,
+    stdout,
+    stderr,
   };
 }

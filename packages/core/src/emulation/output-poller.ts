@@ -3,7 +3,13 @@ import { toSandboxError } from "../errors/to-sandbox-error.js";
 import { exitCodeForSignal } from "../sandbox/signal-names.js";
 import type { DriverExit, DriverSandbox } from "../spec/provider-spec.js";
 import { abortReasonOf } from "./e7-timeout.js";
-import { type EmulationContext, fitsCommandLine, stateDirOf } from "./emulation-context.js";
+import {
+  type EmulationContext,
+  fitsCommandLine,
+  noteStdoutKind,
+  stateDirOf,
+  stdoutIsRaw,
+} from "./emulation-context.js";
 import { type ExitTokens, provenExitCode } from "./exit-proof.js";
 import { relativeRunDir } from "./output-detached.js";
 import {
@@ -11,11 +17,10 @@ import {
   FOREGROUND_HOLD,
   type HoldSchedule,
   type PollMember,
-  parseRunPoll,
   pollCapFor,
   pollScript,
   type RunPoll,
-  takeLines,
+  takeRunPoll,
 } from "./output-poll-script.js";
 import { randomHex } from "./random-hex.js";
 import { shellQuote } from "./shell-quote.js";
@@ -229,11 +234,14 @@ class SandboxPoller {
   private poll(candidates: Follower[], hold: HoldSchedule | undefined, wakeHeld: boolean): void {
     let members = candidates;
     const remove = this.removals.splice(0, 32);
-    let script = this.script(members, hold, wakeHeld, remove);
+    // Fixed for this poll: its output is parsed the way its script prints it.
+    const raw = stdoutIsRaw(this.ctx);
+    let script = this.script(members, hold, wakeHeld, remove, raw);
     while (members.length > 1 && !fitsCommandLine(script)) {
       members = members.slice(0, Math.ceil(members.length / 2));
-      script = this.script(members, hold, wakeHeld, remove);
+      script = this.script(members, hold, wakeHeld, remove, raw);
     }
+    const cap = pollCapFor(members.length);
     for (const member of members) member.state = "polling";
     const controller = new AbortController();
     if (hold) this.held = { members, controller, woken: false };
@@ -251,6 +259,7 @@ class SandboxPoller {
       .then(
         (result) => {
           settled();
+          noteStdoutKind(this.ctx, result);
           // The wake file exists now: the held poll in flight returns at its next look.
           if (held && result.exitCode === 0) held.woken = true;
           if (result.exitCode !== 0) {
@@ -269,14 +278,25 @@ class SandboxPoller {
           }
           let rest = result.stdout;
           for (const member of members) {
-            const taken = takeLines(rest, 3);
-            rest = taken.rest;
+            let poll: RunPoll;
+            try {
+              const taken = takeRunPoll(
+                rest,
+                { raw, cap },
+                { provider: this.ctx.provider, what: member.request.what },
+              );
+              rest = taken.rest;
+              poll = taken.poll;
+            } catch (error) {
+              // The framing is lost: neither this run nor the ones after it in this poll can be read.
+              for (const unread of members.slice(members.indexOf(member))) {
+                this.finish(unread, toSandboxError(error, { provider: this.ctx.provider }));
+              }
+              return;
+            }
             if (member.state === "finished") continue;
             try {
-              this.apply(
-                member,
-                parseRunPoll(taken.lines, { provider: this.ctx.provider, what: member.request.what }),
-              );
+              this.apply(member, poll);
             } catch (error) {
               this.finish(member, toSandboxError(error, { provider: this.ctx.provider }));
             }
@@ -312,6 +332,7 @@ class SandboxPoller {
     hold: HoldSchedule | undefined,
     wakeHeld: boolean,
     remove: readonly string[],
+    raw: boolean,
   ): string {
     return pollScript({
       stateDir: this.stateDir,
@@ -321,6 +342,7 @@ class SandboxPoller {
       hold,
       wakeHeld,
       remove,
+      raw,
     });
   }
 
