@@ -285,6 +285,24 @@ async function exeOf(pid: number): Promise<string | undefined> {
   }
 }
 
+/**
+ * How many of each process's ancestors are among `procs` (by ppid; a chain is followed at most as far as
+ * `procs` is long, so a pid reused into a loop cannot hang it): sorting by it signals a parent first.
+ */
+function ancestryDepths(procs: readonly ProcStat[]): (proc: ProcStat) => number {
+  const byPid = new Map(procs.map((proc) => [proc.pid, proc]));
+  const depths = new Map<number, number>();
+  return (proc) => {
+    const known = depths.get(proc.pid);
+    if (known !== undefined) return known;
+    let depth = 0;
+    for (let parent = byPid.get(proc.ppid); parent && depth < procs.length; parent = byPid.get(parent.ppid))
+      depth++;
+    depths.set(proc.pid, depth);
+    return depth;
+  };
+}
+
 /** Finds the processes of one tree (a command's, a sandbox's), fresh on every call. */
 export type ProcessFinder = () => Promise<ProcStat[]>;
 
@@ -314,7 +332,11 @@ export async function signalTree(
     if (round === 0 && (forced || !options.spare))
       for (const group of options.groups ?? []) sendSignal(-group, signal);
     const tagged = await find();
-    let signalled = 0;
+    // Decide every target first and then signal them all in one synchronous pass, oldest first: a parent
+    // before the children it started. The finder's order is arbitrary (reads run in parallel, pids wrap),
+    // and a shell whose children died of the signal before it got its own would end its `wait` with 0 in
+    // the gap and report a killed command as a success.
+    const targets: ProcStat[] = [];
     for (const proc of tagged) {
       if (sparedPids.has(proc.pid)) continue;
       if (sparedExes.size > 0 && sparedExes.has((await exeOf(proc.pid)) ?? "")) continue;
@@ -322,8 +344,12 @@ export async function signalTree(
         const cmdline = await cmdlineOf(proc.pid);
         if (cmdline?.equals(parentCmdline)) continue;
       }
-      if (sendSignal(proc.pid, signal)) signalled++;
+      targets.push(proc);
     }
+    const depth = ancestryDepths(tagged);
+    targets.sort((a, b) => depth(a) - depth(b) || a.startTime - b.startTime);
+    let signalled = 0;
+    for (const proc of targets) if (sendSignal(proc.pid, signal)) signalled++;
     if (signal !== "SIGKILL") return signalled;
     if (tagged.length === 0) return 0;
     if (round >= 200) return tagged.length;
