@@ -3,9 +3,8 @@ import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
 /**
  * What this provider offers, as proven against the Daytona emulator of `@sbox/emulators`. Lifecycle (list
  * by labels, stop and start) is native; commands go through Daytona's sessions, whose synchronous exec
- * answers stdout, stderr and the exit code. Streaming is native: an asynchronous session command followed
- * over the daemon's logs WebSocket. Background processes, kill, stdin, files, watch and metrics are
- * `emulated` by the core over exec (E1-E8): Daytona cannot send a chosen signal to a session command. Ports are Daytona's preview links (per-port
+ * answers stdout, stderr and the exit code, so streaming, background processes, kill, stdin, files, watch
+ * and metrics are `emulated` by the core over that exec (E1-E8). Ports are Daytona's preview links (per-port
  * subdomains of its proxy): signed URLs, or token-guarded links for private ports. The rest is not offered
  * by this provider.
  */
@@ -14,7 +13,7 @@ export const daytonaCapabilities = {
   stop: "native",
   pause: "unsupported",
   setTimeout: "unsupported",
-  streaming: "native",
+  streaming: "emulated",
   background: "emulated",
   killProcess: "emulated",
   stdin: "emulated",

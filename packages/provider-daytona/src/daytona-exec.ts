@@ -20,8 +20,19 @@ export function commandLineOf(command: DriverExecRequest["command"]): string {
   return shellQuoteArgv(command.argv);
 }
 
-/** Refuses what Daytona's session commands cannot take: a user, and cwd, env or stdin (the core puts them in). */
-export function checkDaytonaExecRequest(request: DriverExecRequest): void {
+/**
+ * The buffered exec primitive, through a Daytona session: a session of its own per command (created, run
+ * synchronously, deleted), so one command's `cd` or `export` never leaks into the next, and stdout, stderr
+ * and the exit code come back separately — Daytona's `/process/execute` mixes both streams into one.
+ * Per-command cwd and env are put into the command by the core (E1); stdin is fed by the core from a file
+ * (the `stdin` capability is emulated), a user is refused. An aborted call stops waiting; the core's
+ * emulations kill what they start by process group.
+ */
+export async function daytonaExec(
+  options: ResolvedDaytonaOptions,
+  handle: DaytonaHandle,
+  request: DriverExecRequest,
+): Promise<DriverExecResult> {
   if (request.user !== undefined) {
     throw new NotSupportedError(
       "commands.run({ user })",
@@ -36,22 +47,6 @@ export function checkDaytonaExecRequest(request: DriverExecRequest): void {
       { provider: DAYTONA_PROVIDER_NAME },
     );
   }
-}
-
-/**
- * The buffered exec primitive, through a Daytona session: a session of its own per command (created, run
- * synchronously, deleted), so one command's `cd` or `export` never leaks into the next, and stdout, stderr
- * and the exit code come back separately — Daytona's `/process/execute` mixes both streams into one.
- * Per-command cwd and env are put into the command by the core (E1); stdin is fed by the core from a file
- * (the `stdin` capability is emulated), a user is refused. An aborted call stops waiting; the core's
- * emulations kill what they start by process group.
- */
-export async function daytonaExec(
-  options: ResolvedDaytonaOptions,
-  handle: DaytonaHandle,
-  request: DriverExecRequest,
-): Promise<DriverExecResult> {
-  checkDaytonaExecRequest(request);
   const command = commandLineOf(request.command);
   const process = handle.native.process;
   const sessionId = `sbox-${randomBytes(8).toString("hex")}`;

@@ -7,7 +7,6 @@ import {
 } from "./daytona-capabilities.js";
 import { mapDaytonaError } from "./daytona-errors.js";
 import { daytonaExec } from "./daytona-exec.js";
-import { daytonaExecStream } from "./daytona-exec-stream.js";
 import { readDaytonaFile, writeDaytonaFile } from "./daytona-files.js";
 import { type DaytonaHandle, daytonaLifecycle } from "./daytona-lifecycle.js";
 import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
@@ -48,7 +47,6 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     doDestroy: (s: DaytonaHandle, { signal }) => lifecycle.destroy(s, signal),
     doGetInfo: (s, { signal }) => lifecycle.getInfo(s, signal),
     doExec: (s, request) => daytonaExec(resolved, s, request),
-    doExecStream: (s, request) => daytonaExecStream(resolved, s, request),
     doReadFile: (s, path, { signal }) => readDaytonaFile(resolved, s, path, signal),
     doWriteFile: (s, path, data, { signal, mode }) => writeDaytonaFile(resolved, s, path, data, mode, signal),
     doExposePort: (s, port, { signal, private: isPrivate }) =>
