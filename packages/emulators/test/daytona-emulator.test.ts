@@ -354,3 +354,63 @@ describe("images", () => {
     ).rejects.toMatchObject({ statusCode: 400 });
   });
 });
+
+describe("terminals", () => {
+  test("the SDK's createPty runs an interactive shell on a real pty: envs, input, resize, reconnect, exit code", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    const decoder = new TextDecoder();
+    let output = "";
+    const until = async (text: string) => {
+      const deadline = Date.now() + 15_000;
+      while (!output.includes(text) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(output).toContain(text);
+    };
+    const pty = await sandbox.process.createPty({
+      id: "term-1",
+      cols: 80,
+      rows: 24,
+      envs: { SBOX_GREETING: 'it\'s "quoted" $(no)' },
+      onData: (data) => {
+        output += decoder.decode(data, { stream: true });
+      },
+    });
+    await pty.sendInput('printf "<%s>\\n" "$SBOX_GREETING"; [ -t 0 ] && echo is-a-tty; stty size\n');
+    await until('<it\'s "quoted" $(no)>');
+    await until("is-a-tty");
+    await until("24 80");
+    await pty.resize(100, 30);
+    expect(await sandbox.process.getPtySessionInfo("term-1")).toMatchObject({
+      cols: 100,
+      rows: 30,
+      active: true,
+    });
+    await pty.sendInput("stty size\n");
+    await until("30 100");
+    // A second client of the same terminal, then the shell's own exit code reaches both.
+    await pty.disconnect();
+    let again = "";
+    const second = await sandbox.process.connectPty("term-1", {
+      onData: (data) => {
+        again += decoder.decode(data, { stream: true });
+      },
+    });
+    await second.sendInput("echo back-$((1 + 1)); exit 5\n");
+    expect(await second.wait()).toMatchObject({ exitCode: 5 });
+    expect(again).toContain("back-2");
+    expect((await sandbox.process.listPtySessions()).map((s) => s.id)).toContain("term-1");
+    // Bad input: a duplicate id, a size out of range, an unknown session.
+    const killed = await sandbox.process.createPty({ id: "term-2", onData: () => undefined });
+    await expect(sandbox.process.createPty({ id: "term-2", onData: () => undefined })).rejects.toThrow();
+    await expect(sandbox.process.resizePtySession("term-2", 0, 10)).rejects.toMatchObject({
+      statusCode: 400,
+    });
+    await expect(sandbox.process.getPtySessionInfo("no-such-pty")).rejects.toMatchObject({ statusCode: 404 });
+    // Kill ends the shell: the client sees it end, the session is gone.
+    await killed.kill();
+    await killed.wait();
+    await expect(sandbox.process.getPtySessionInfo("term-2")).rejects.toMatchObject({ statusCode: 404 });
+    await sandbox.delete();
+  });
+});

@@ -177,6 +177,19 @@ async function runScenario(apiUrl: string): Promise<void> {
   await sandbox.process.getSession("s1");
   await sandbox.process.listSessions();
   await sandbox.process.deleteSession("s1");
+  // Terminals: the HTTP routes (create as `@daytona/toolbox-api-client` sends it, which the SDK's own
+  // createPty does over its create-connect WebSocket instead), then list, get, resize and kill.
+  const toolboxApi = (
+    sandbox.process as unknown as {
+      apiClient: { createPtySession(request: { id: string; cols: number; rows: number }): Promise<unknown> };
+    }
+  ).apiClient;
+  await toolboxApi.createPtySession({ id: "fidelity-pty", cols: 80, rows: 24 });
+  await sandbox.process.listPtySessions();
+  await sandbox.process.getPtySessionInfo("fidelity-pty");
+  await sandbox.process.resizePtySession("fidelity-pty", 100, 30);
+  await sandbox.process.killPtySession("fidelity-pty");
+  await sandbox.process.getPtySessionInfo("fidelity-pty").catch(() => undefined);
   await fetch(`${sandbox.toolboxProxyUrl}/${sandbox.id}/version`, {
     headers: { Authorization: `Bearer ${API_KEY}` },
   });

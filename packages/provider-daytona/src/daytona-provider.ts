@@ -12,6 +12,7 @@ import { type DaytonaHandle, daytonaLifecycle } from "./daytona-lifecycle.js";
 import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
 import { type DaytonaProviderOptions, resolveDaytonaOptions } from "./daytona-options.js";
 import { exposeDaytonaPort } from "./daytona-ports.js";
+import { createDaytonaPty } from "./daytona-pty.js";
 import { closeDaytona, type DaytonaSdkSandbox } from "./daytona-sdk.js";
 
 /** What `sandbox.raw()` returns for a Daytona sandbox: the SDK's `Sandbox` (git, LSP, code run...). */
@@ -49,6 +50,7 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     doExec: (s, request) => daytonaExec(resolved, s, request),
     doReadFile: (s, path, { signal }) => readDaytonaFile(resolved, s, path, signal),
     doWriteFile: (s, path, data, { signal, mode }) => writeDaytonaFile(resolved, s, path, data, mode, signal),
+    doCreatePty: (s, request) => createDaytonaPty(resolved, s, request),
     doExposePort: (s, port, { signal, private: isPrivate }) =>
       exposeDaytonaPort(resolved, s, port, isPrivate, signal, previewTokens),
     doList: (filter, { signal }) => lifecycle.list(filter, signal),

@@ -275,3 +275,42 @@ describe("files", () => {
     }
   });
 });
+
+describe("pty", () => {
+  test("a terminal is Daytona's own pty session (env, cwd, kill deletes it); a command is refused", {
+    timeout: 120_000,
+  }, async () => {
+    const client = createSandboxClient({ provider: testProvider(emulator) });
+    const sandbox = await client.create({});
+    try {
+      let output = "";
+      const decoder = new TextDecoder();
+      const term = await sandbox.pty!.create({
+        cols: 80,
+        rows: 24,
+        cwd: "/tmp",
+        env: { SBOX_PTY: "x'$(y)\"" },
+        onData: (data) => {
+          output += decoder.decode(data, { stream: true });
+        },
+      });
+      await term.write('printf "[%s|%s]\\n" "$SBOX_PTY" "$PWD"\n');
+      const deadline = Date.now() + 15_000;
+      while (!output.includes(`[x'$(y)"|/tmp]`) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(output).toContain(`[x'$(y)"|/tmp]`);
+      const native = sandbox.raw() as DaytonaSandboxNative;
+      const sessions = await native.process.listPtySessions();
+      expect(sessions.filter((s) => s.active)).toHaveLength(1);
+      await term.kill();
+      await term.wait();
+      expect((await native.process.listPtySessions()).filter((s) => s.active)).toHaveLength(0);
+      await expect(
+        sandbox.pty!.create({ cols: 80, rows: 24, command: "top", onData: () => undefined }),
+      ).rejects.toMatchObject({ code: "Validation" });
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+});

@@ -22,6 +22,7 @@ import {
 } from "./daytona-control-plane.js";
 import { DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
 import { DaytonaSignedPreviews, serveDaytonaPreview } from "./daytona-preview.js";
+import { DaytonaPtys, daytonaPtySockets } from "./daytona-pty.js";
 import { daytonaLogStreams } from "./daytona-session-logs.js";
 import { DaytonaSessions, serveDaytonaToolbox } from "./daytona-toolbox.js";
 
@@ -102,7 +103,9 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   });
   const sessions = new DaytonaSessions();
   const signed = new DaytonaSignedPreviews(clock);
+  const ptys = new DaytonaPtys();
   const logStreams = daytonaLogStreams({ fleet, sessions, apiKey });
+  const ptySockets = daytonaPtySockets({ fleet, ptys, apiKey });
   const faults = createFaultInjector(options.faults);
   const log: RequestLogEntry[] = [];
   let base = "";
@@ -130,11 +133,12 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       // first; equal timeouts would race and reset requests sent on a connection as it closes.
       keepAliveTimeoutMs: DAYTONA_KEEP_ALIVE_MS,
       onUpgrade: (req, socket, head) => {
-        if (!logStreams(req, socket, head)) rawAnswer(socket, 404, {}, daytonaErrorBody(404, "Not Found"));
+        if (!logStreams(req, socket, head) && !ptySockets(req, socket, head))
+          rawAnswer(socket, 404, {}, daytonaErrorBody(404, "Not Found"));
       },
       handler: (req, res, ctx) =>
         ctx.url.pathname.startsWith("/toolbox/")
-          ? serveDaytonaToolbox({ fleet, sessions, apiKey }, req, res, ctx.url, ctx.setRoute)
+          ? serveDaytonaToolbox({ fleet, sessions, ptys, apiKey }, req, res, ctx.url, ctx.setRoute)
           : ctx.url.pathname.startsWith("/preview/")
             ? serveDaytonaPreview({ fleet, signed }, req, res, ctx.url)
             : serveDaytonaControlPlane(control, req, res, ctx.url, ctx.setRoute),

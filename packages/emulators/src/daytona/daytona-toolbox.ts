@@ -2,7 +2,7 @@
  * The Daytona toolbox routes `@daytonaio/sdk` calls inside one sandbox (Daytona's toolbox API description,
  * served under `/toolbox/<sandbox id>`): sessions (create, list, get, delete, exec — synchronous or
  * `runAsync` —, a command's status and its logs), `/process/execute`, `/work-dir`, `/user-home-dir` and
- * `/version`, and whole-file transfer (`daytona-files.ts`). Commands run in the sandbox's backend sandbox. A stopped sandbox's toolbox answers 400, as
+ * `/version`, terminals (`/process/pty`, `daytona-pty.ts`), and whole-file transfer (`daytona-files.ts`). Commands run in the sandbox's backend sandbox. A stopped sandbox's toolbox answers 400, as
  * Daytona's proxy does for a sandbox that is not started; every call counts as activity for auto-stop.
  *
  * Not modelled: a session here is a list of commands, each run by its own shell, so `cd` or `export` in
@@ -15,6 +15,13 @@ import { readJsonObject, sendJsonResponse } from "../http-server.js";
 import { daytonaErrorBody } from "./daytona-control-plane.js";
 import { bulkDownload, bulkUpload, downloadOne, setPermissions } from "./daytona-files.js";
 import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
+import {
+  createPtySession,
+  type DaytonaPtys,
+  deletePtySession,
+  ptyInfo,
+  resizePtySession,
+} from "./daytona-pty.js";
 
 /** The toolbox daemon version the emulator reports. */
 export const DAYTONA_TOOLBOX_VERSION = "0.218.0";
@@ -65,6 +72,7 @@ export class DaytonaSessions {
 export interface DaytonaToolboxContext {
   readonly fleet: DaytonaFleet;
   readonly sessions: DaytonaSessions;
+  readonly ptys: DaytonaPtys;
   readonly apiKey: string;
 }
 
@@ -206,6 +214,53 @@ export async function serveDaytonaToolbox(
         sessions.set(sessionId, { id: sessionId, commands: [] });
         res.writeHead(201).end();
         return;
+      }
+    }
+    if (path === "/process/pty") {
+      const ptys = context.ptys.of(record.id);
+      if (method === "GET") {
+        route("/process/pty");
+        req.resume();
+        return send({ sessions: [...ptys.values()].map(ptyInfo) });
+      }
+      if (method === "POST") {
+        route("/process/pty");
+        const body = await readJsonObject(req);
+        if (!body) throw new DaytonaApiError(400, "the body must be a JSON object");
+        const session = await createPtySession(ptys, sandbox, {
+          id: body.id,
+          cols: body.cols,
+          rows: body.rows,
+          cwd: body.cwd,
+          envs: body.envs,
+          lazyStart: body.lazyStart,
+        });
+        return send({ sessionId: session.id }, 201);
+      }
+    }
+    const ptyMatch = /^\/process\/pty\/([^/]+)(\/resize)?$/.exec(path);
+    if (ptyMatch && ptyMatch[1] !== "create-connect") {
+      route(`/process/pty/{sessionId}${ptyMatch[2] ?? ""}`);
+      const ptys = context.ptys.of(record.id);
+      const session = ptys.get(decodeURIComponent(ptyMatch[1]!));
+      if (!session) {
+        req.resume();
+        throw new DaytonaApiError(404, `PTY session ${ptyMatch[1]} not found`);
+      }
+      if (ptyMatch[2] === undefined && method === "GET") {
+        req.resume();
+        return send(ptyInfo(session));
+      }
+      if (ptyMatch[2] === undefined && method === "DELETE") {
+        req.resume();
+        await deletePtySession(ptys, session);
+        return send({ message: `PTY session ${session.id} deleted` });
+      }
+      if (ptyMatch[2] !== undefined && method === "POST") {
+        const body = await readJsonObject(req);
+        if (!body) throw new DaytonaApiError(400, "the body must be a JSON object");
+        await resizePtySession(session, body);
+        return send(ptyInfo(session));
       }
     }
     const sessionMatch = /^\/process\/session\/([^/]+)(?:\/(exec|command\/([^/]+)(\/logs)?))?$/.exec(path);
