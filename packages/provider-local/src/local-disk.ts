@@ -177,6 +177,46 @@ function makeRootPrivate(stateRoot: string): Outcome | undefined {
   return made.ok ? undefined : made;
 }
 
+/**
+ * Takes back the state root's bind onto itself once nothing is mounted below it (its last sandbox with a
+ * disk was destroyed), so that a state root the user removes is an ordinary directory again (a mount point
+ * cannot be removed: EBUSY) and no mount of sbox outlives its sandboxes. Best effort and safe to race: the
+ * umount fails while another program's sandbox mounts something below, and the next sandbox with a disk binds
+ * the root again (a sandbox whose disk lands in the gap merely mounts below a shared parent).
+ */
+export async function releaseStateRootIfIdle(stateRoot: string): Promise<void> {
+  const mounts = await mountTable();
+  if (mounts.some((mount) => mount.point.startsWith(`${stateRoot}/`))) return;
+  const own = mounts.filter((mount) => mount.point === stateRoot);
+  // Only the bind makeRootPrivate made: a directory of the filesystem below it, bound onto itself (a
+  // filesystem the user mounts there shows its own root, "/", and is never taken down).
+  const below = mounts.filter((mount) => mount.point !== stateRoot && isUnder(stateRoot, mount.point));
+  const parent = below.sort((a, b) => b.point.length - a.point.length)[0];
+  if (own.length !== 1 || !parent || own[0]!.root === "/" || own[0]!.device !== parent.device) return;
+  privateRoots.delete(stateRoot);
+  await run("umount", [stateRoot]);
+}
+
+/** Whether `path` is `dir` or inside it. */
+function isUnder(path: string, dir: string): boolean {
+  return dir === "/" || path === dir || path.startsWith(`${dir}/`);
+}
+
+/** The mounts of this program's mount namespace: mount point, root within its filesystem, device. */
+async function mountTable(): Promise<{ point: string; root: string; device: string }[]> {
+  return (await readFile("/proc/self/mountinfo", "utf8"))
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => {
+      const fields = line.split(" ");
+      return {
+        point: unescapeMountPath(fields[4] ?? ""),
+        root: unescapeMountPath(fields[3] ?? ""),
+        device: fields[2] ?? "",
+      };
+    });
+}
+
 function imageOf(paths: LocalSandboxPaths): { image: string; mountPoint: string } {
   return { image: join(paths.dir, "disk.img"), mountPoint: join(paths.dir, "disk") };
 }
@@ -293,10 +333,9 @@ function unescapeMountPath(path: string): string {
  */
 export async function unmountBelow(dir: string): Promise<void> {
   const mounted = async () =>
-    (await readFile("/proc/self/mountinfo", "utf8"))
-      .split("\n")
-      .map((line) => unescapeMountPath(line.split(" ")[4] ?? ""))
-      .filter((point) => point === dir || point.startsWith(`${dir}/`))
+    (await mountTable())
+      .map((mount) => mount.point)
+      .filter((point) => isUnder(point, dir))
       .sort((a, b) => b.length - a.length);
   // One umount for all of them (deepest first, the order umount takes them in); one by one, lazily, only
   // for what that left.

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { markAllKilled } from "./local-background.js";
 import { canFreeze, freezeSandbox, killSandboxGroup, removeSandboxCgroup } from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
-import { unmountBelow } from "./local-disk.js";
+import { releaseStateRootIfIdle, unmountBelow } from "./local-disk.js";
 import { localError } from "./local-errors.js";
 import { liveHolder, stopHolder } from "./local-holder.js";
 import { recordedCgroup } from "./local-launch.js";
@@ -153,6 +153,7 @@ export async function destroySandbox(target: CommandTarget): Promise<void> {
     throw error;
   }
   await removeTree(trash);
+  await releaseStateRootIfIdle(dirname(target.paths.dir));
 }
 
 /** Removes the directory of a sandbox that never ran anything (a fork that failed half way). */
@@ -166,6 +167,7 @@ export async function removeSandboxDirectory(paths: LocalSandboxPaths): Promise<
   }
   await unmountBelow(trash);
   await removeTree(trash);
+  await releaseStateRootIfIdle(dirname(paths.dir));
 }
 
 let selfStart: Promise<number | undefined> | undefined;
