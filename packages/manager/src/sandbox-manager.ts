@@ -727,7 +727,13 @@ export class SandboxManager {
               if (signal?.aborted) break;
               const wrapped = toSandboxError(error);
               // The record moved on while we read (stopped, destroyed): look at it again below.
-              if (wrapped.code !== "NotFound" && wrapped.code !== "InvalidState") throw wrapped;
+              if (wrapped.code !== "NotFound" && wrapped.code !== "InvalidState") {
+                // A read that a stop killed under us ends with a signal's exit code, not one of those
+                // codes: it is the record moving on too, not a failure of the log.
+                const now = await manager.get(id);
+                if (now.status === record.status) throw wrapped;
+                record = now;
+              }
             }
           }
           if (chunk && chunk.byteLength > 0) {
