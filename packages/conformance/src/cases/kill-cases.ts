@@ -72,14 +72,17 @@ function killedBySigkill(result: ExecResult): boolean {
   return result.signal === "SIGKILL" || (result.signal === undefined && result.exitCode === 137);
 }
 
-/** `handle.kill()`: SIGTERM first, SIGKILL after the grace period, or exactly the signal named. */
+/**
+ * `handle.kill()`: SIGTERM first, SIGKILL after the grace period, or exactly the signal named. Each case
+ * waits for the command to print `ready` before it kills it, so each needs `streaming` (native or emulated).
+ */
 export function killCases(): ConformanceCase[] {
   return [
     {
       id: "exec.kill.term-first",
       title:
         "handle.kill() without a signal sends SIGTERM first: a command that traps it prints its handler's output and exits with its own code",
-      requires: ["killProcess"],
+      requires: ["killProcess", "streaming"],
       timeoutMs: 90_000,
       async run(ctx) {
         const sandbox = await ctx.sharedSandbox();
@@ -98,7 +101,7 @@ export function killCases(): ConformanceCase[] {
       id: "exec.kill.grace-then-sigkill",
       title:
         "handle.kill(undefined, { graceMs }) sends SIGKILL once the grace period has passed to a tree that ignores SIGTERM; the whole tree stops",
-      requires: ["killProcess"],
+      requires: ["killProcess", "streaming"],
       timeoutMs: 120_000,
       async run(ctx) {
         const sandbox = await ctx.sharedSandbox();
@@ -127,7 +130,7 @@ export function killCases(): ConformanceCase[] {
       id: "exec.kill.exact-signal",
       title:
         'handle.kill("SIGKILL") sends SIGKILL alone, at once: a SIGTERM handler never runs, and the handle settles with SIGKILL',
-      requires: ["killProcess"],
+      requires: ["killProcess", "streaming"],
       timeoutMs: 90_000,
       async run(ctx) {
         const sandbox = await ctx.sharedSandbox();
@@ -145,7 +148,7 @@ export function killCases(): ConformanceCase[] {
       id: "exec.kill.hostile-tree",
       title:
         "handle.kill() of a tree that ignores every signal it can leaves none of it running; where the provider signals its execs natively, that includes a child that left for a new session",
-      requires: ["killProcess"],
+      requires: ["killProcess", "streaming"],
       timeoutMs: 120_000,
       async run(ctx) {
         const sandbox = await ctx.sharedSandbox();
