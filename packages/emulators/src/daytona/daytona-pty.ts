@@ -16,15 +16,16 @@ import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { AnyCapabilities, PtyHandle, Sandbox } from "@sbox/core";
 import { type WebSocket, WebSocketServer } from "ws";
-import { rawAnswer } from "../http-server.js";
-import { daytonaErrorBody } from "./daytona-control-plane.js";
 import { DaytonaApiError, type DaytonaFleet } from "./daytona-fleet.js";
+import { toolboxUpgrade } from "./daytona-toolbox-upgrade.js";
 
 /** The subprotocol with which a client asks for the exit as a control message. */
 const EXIT_CONTROL_SUBPROTOCOL = "X-Daytona-Pty-Exit-Control";
 const ENVS_SUBPROTOCOL_PREFIX = "X-Daytona-Pty-Envs~";
 /** Output kept for the next client while none is connected. */
 const BACKLOG_LIMIT = 1024 * 1024;
+/** The two terminal sockets: create-and-connect, and connect to an existing session. */
+const PTY_ROUTE = /^\/toolbox\/([^/]+)\/process\/pty\/(?:create-connect|([^/]+)\/connect)$/;
 const SESSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** One terminal of a sandbox. */
@@ -245,17 +246,10 @@ export function daytonaPtySockets(
       protocols.has(EXIT_CONTROL_SUBPROTOCOL) ? EXIT_CONTROL_SUBPROTOCOL : false,
   });
   return (req, socket, head) => {
-    const url = new URL(req.url ?? "/", "http://emulator");
-    const match = /^\/toolbox\/([^/]+)\/process\/pty\/(?:create-connect|([^/]+)\/connect)$/.exec(
-      url.pathname,
-    );
-    if (!match) return false;
-    const refuse = (status: number, message: string) =>
-      rawAnswer(socket, status, {}, daytonaErrorBody(status, message));
-    if (req.headers.authorization !== `Bearer ${context.apiKey}`) {
-      refuse(401, "Invalid API key");
-      return true;
-    }
+    const upgrade = toolboxUpgrade(req, socket, context.apiKey, PTY_ROUTE);
+    if (upgrade === "other") return false;
+    if (upgrade === "refused") return true;
+    const { url, match, refuse } = upgrade;
     void (async () => {
       let session: DaytonaPtySession | undefined;
       try {

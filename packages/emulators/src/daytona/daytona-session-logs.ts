@@ -9,10 +9,12 @@
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import { WebSocketServer } from "ws";
-import { rawAnswer } from "../http-server.js";
-import { daytonaErrorBody } from "./daytona-control-plane.js";
 import type { DaytonaFleet } from "./daytona-fleet.js";
 import type { DaytonaSessions, SessionCommand } from "./daytona-toolbox.js";
+import { toolboxUpgrade } from "./daytona-toolbox-upgrade.js";
+
+/** A session command's logs socket. */
+const LOGS_ROUTE = /^\/toolbox\/([^/]+)\/process\/session\/([^/]+)\/command\/([^/]+)\/logs$/;
 
 const STDOUT_PREFIX = Buffer.from([0x01, 0x01, 0x01]);
 const STDERR_PREFIX = Buffer.from([0x02, 0x02, 0x02]);
@@ -36,17 +38,10 @@ export function daytonaLogStreams(
 ): (req: IncomingMessage, socket: Socket, head: Buffer) => boolean {
   const wss = new WebSocketServer({ noServer: true });
   return (req, socket, head) => {
-    const url = new URL(req.url ?? "/", "http://emulator");
-    const match = /^\/toolbox\/([^/]+)\/process\/session\/([^/]+)\/command\/([^/]+)\/logs$/.exec(
-      url.pathname,
-    );
-    if (!match) return false;
-    const refuse = (status: number, message: string) =>
-      rawAnswer(socket, status, {}, daytonaErrorBody(status, message));
-    if (req.headers.authorization !== `Bearer ${context.apiKey}`) {
-      refuse(401, "Invalid API key");
-      return true;
-    }
+    const upgrade = toolboxUpgrade(req, socket, context.apiKey, LOGS_ROUTE);
+    if (upgrade === "other") return false;
+    if (upgrade === "refused") return true;
+    const { url, match, refuse } = upgrade;
     let command: SessionCommand | undefined;
     try {
       const record = context.fleet.find(decodeURIComponent(match[1]!));
