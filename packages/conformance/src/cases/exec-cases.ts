@@ -485,8 +485,11 @@ export function execCases(): ConformanceCase[] {
               : `exit ${result.exitCode} ${result.signal ?? ""}`,
           (error: unknown) => `rejected with ${show(error)}`,
         );
+        // Both beats, not only the second: the first is a subshell that may write after it, and a kill
+        // before its first beat would leave it looking as if it never started.
         check(
-          await waitForNonEmpty(sandbox, beat.files[1], 20_000),
+          (await waitForNonEmpty(sandbox, beat.files[1], 20_000)) &&
+            (await waitForNonEmpty(sandbox, beat.files[0], 20_000)),
           "expected the command to start within 20 s",
         );
         await handle.kill();
