@@ -45,6 +45,9 @@ function engineMessage(error: DockerodeErrorShape): string {
   return (message.startsWith("(HTTP code") && dash >= 0 ? message.slice(dash + 3) : message).trim();
 }
 
+/** What the engine says when a container is in the wrong state for the call, whatever HTTP status it uses. */
+const WRONG_STATE = /is paused|not running|is restarting|is not paused|is already|is dead|marked for removal/i;
+
 /**
  * Maps anything dockerode or the engine throws onto the taxonomy: 404 NotFound; 409 InvalidState when the
  * container is paused / not running, else Conflict; 400 Validation; 401/403 Unauthorized; 5xx Provider
@@ -67,8 +70,7 @@ export function toDockerError(error: unknown, operation: string): SandboxError {
     const options = { status, cause: error };
     if (status === 404) return dockerSandboxError("NotFound", message, { ...options, retryable: false });
     if (status === 409) {
-      const invalid =
-        /is paused|not running|is restarting|is not paused|is already|is dead|marked for removal/i.test(text);
+      const invalid = WRONG_STATE.test(text);
       return dockerSandboxError(invalid ? "InvalidState" : "Conflict", message, {
         ...options,
         retryable: false,
@@ -85,7 +87,8 @@ export function toDockerError(error: unknown, operation: string): SandboxError {
     ) {
       return dockerSandboxError("Validation", message, { ...options, retryable: false });
     }
-    if (/is paused|is not running|container .* not running/i.test(text)) {
+    // Docker 20.10 answers some of them with 500 (an unpause racing a pause: "is not paused").
+    if (WRONG_STATE.test(text)) {
       return dockerSandboxError("InvalidState", message, { ...options, retryable: false });
     }
     if (/no space left|cannot allocate memory|pids limit/i.test(text)) {
