@@ -46,7 +46,8 @@ function engineMessage(error: DockerodeErrorShape): string {
 }
 
 /** What the engine says when a container is in the wrong state for the call, whatever HTTP status it uses. */
-const WRONG_STATE = /is paused|not running|is restarting|is not paused|is already|is dead|marked for removal/i;
+const WRONG_STATE =
+  /is paused|not running|is restarting|is not paused|is already|is dead|marked for removal/i;
 
 /**
  * Maps anything dockerode or the engine throws onto the taxonomy: 404 NotFound; 409 InvalidState when the
