@@ -17,7 +17,7 @@ import { KILL_TREE_SCRIPT, signalForKill } from "./e2b-kill-tree.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { watchLiveness } from "./e2b-liveness.js";
 import { type CommandContext, sandboxCall } from "./e2b-sandbox-call.js";
-import { boundedCall, unarySignal } from "./e2b-sdk.js";
+import { unarySignal } from "./e2b-sdk.js";
 
 export type { CommandContext } from "./e2b-sandbox-call.js";
 
@@ -85,14 +85,9 @@ async function start(
 ): Promise<CommandHandle> {
   if (request.signal.aborted) throw abortErrorOf(request.signal, `e2b ${operation}`);
   const line = commandLine(request.command);
+  // Bounded by sandboxCall: the start of a command is one request (the stream stays open past it).
   return sandboxCall(ctx, sandbox.id, operation, request.signal, () =>
-    // Bounded: the start of a command is one request (the stream stays open past it).
-    boundedCall(
-      ctx.options,
-      operation,
-      sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
-      request.signal,
-    ),
+    sandbox.native.commands.run(line, startOptions(ctx, request, callbacks, stdin)),
   );
 }
 

@@ -132,8 +132,15 @@ export async function writeFileStream(
   mode: number | undefined,
   signal: AbortSignal,
 ): Promise<void> {
-  await sandboxCall(ctx, sandbox.id, op("writeStream", path), signal, () =>
-    sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal, true), useOctetStream: true }),
+  await sandboxCall(
+    ctx,
+    sandbox.id,
+    op("writeStream", path),
+    signal,
+    () =>
+      sandbox.native.files.write(path, data, { ...requestOptions(ctx, signal, true), useOctetStream: true }),
+    // The upload lasts as long as the stream does.
+    { unbounded: true },
   );
   if (mode !== undefined) await chmod(ctx, sandbox, path, mode, signal);
 }

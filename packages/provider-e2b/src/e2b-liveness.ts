@@ -2,7 +2,7 @@ import { SandboxError } from "@sbox/core/spec";
 import { toE2BError } from "./e2b-errors.js";
 import type { E2BDriverSandbox } from "./e2b-lifecycle.js";
 import { type CommandContext, unreachableSandboxError } from "./e2b-sandbox-call.js";
-import { deadlineSignal } from "./e2b-sdk.js";
+import { boundedCall, deadlineSignal } from "./e2b-sdk.js";
 
 /**
  * Bounds the wait for a command that legitimately runs long: every half request deadline (at least 1 s)
@@ -23,7 +23,12 @@ export function watchLiveness(
   const check = async () => {
     let lost: SandboxError | undefined;
     try {
-      if (!(await sandbox.native.isRunning({ signal: deadlineSignal(deadline) }))) {
+      const running = await boundedCall(
+        ctx.options,
+        "health check",
+        sandbox.native.isRunning({ signal: deadlineSignal(deadline) }),
+      );
+      if (!running) {
         lost =
           (await unreachableSandboxError(ctx, sandbox.id, "exec", undefined)) ??
           new SandboxError("InvalidState", `e2b exec: sandbox ${sandbox.id} is not running any more`);

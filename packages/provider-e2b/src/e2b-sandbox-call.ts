@@ -1,7 +1,7 @@
 import { SandboxError } from "@sbox/core/spec";
 import { toE2BError } from "./e2b-errors.js";
 import type { ResolvedE2BOptions } from "./e2b-options.js";
-import { connectionOptions, deadlineSignal, loadE2B } from "./e2b-sdk.js";
+import { boundedBy, boundedCall, connectionOptions, deadlineSignal, loadE2B } from "./e2b-sdk.js";
 
 /** What every call into a sandbox needs: the provider's resolved options. */
 export interface CommandContext {
@@ -18,7 +18,13 @@ async function probeState(options: ResolvedE2BOptions, id: string): Promise<Prob
     const { Sandbox } = await loadE2B(options);
     // Half a request deadline at most: the call that failed already took one.
     const budget = Math.min(PROBE_TIMEOUT_MS, Math.max(1_000, (options.requestTimeoutMs ?? 60_000) / 2));
-    const info = await Sandbox.getInfo(id, connectionOptions(options, deadlineSignal(budget)));
+    // Held by a timer of its own too: the SDK's signal alone can be lost (see `boundedCall`), and a probe
+    // that never ends would hold the failed call for ever (the kit's deadline case saw a command pending).
+    const info = await boundedBy(
+      budget + 1_000,
+      "state probe",
+      Sandbox.getInfo(id, connectionOptions(options, deadlineSignal(budget))),
+    );
     return info.state === "paused" ? "paused" : "running";
   } catch (error) {
     return (error as { name?: unknown }).name === "SandboxNotFoundError" ? "gone" : undefined;
@@ -51,10 +57,21 @@ export async function unreachableSandboxError(
   return undefined;
 }
 
+/** How {@link sandboxCall} holds a call. */
+export interface SandboxCallOptions {
+  /**
+   * The call may rightly take longer than one request deadline (a streamed upload, whose idle time the
+   * SDK bounds itself): no timer of the provider's own ends it.
+   */
+  readonly unbounded?: boolean;
+}
+
 /**
- * Runs one call into a sandbox's daemon and maps what it throws. E2B's proxy answers for a sandbox that is
- * gone or paused the way it answers a timeout, so such a failure is checked against the control plane:
- * a sandbox E2B no longer knows gives `NotFound`, a paused one `InvalidState`.
+ * Runs one call into a sandbox's daemon and maps what it throws. The call answers within the request
+ * deadline (plus a short grace) or fails with `Timeout`, by a timer of the provider's own (`boundedCall`).
+ * E2B's proxy answers for a sandbox that is gone or paused the way it answers a timeout, so such a failure
+ * is checked against the control plane: a sandbox E2B no longer knows gives `NotFound`, a paused one
+ * `InvalidState`.
  */
 export async function sandboxCall<T>(
   ctx: CommandContext,
@@ -62,9 +79,10 @@ export async function sandboxCall<T>(
   operation: string,
   signal: AbortSignal | undefined,
   call: () => Promise<T>,
+  options: SandboxCallOptions = {},
 ): Promise<T> {
   try {
-    return await call();
+    return await (options.unbounded ? call() : boundedCall(ctx.options, operation, call(), signal));
   } catch (error) {
     // An aborted call reports its abort: defineProvider's mapping does that for what is thrown as is.
     if (signal?.aborted) throw error;

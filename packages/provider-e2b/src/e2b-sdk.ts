@@ -105,7 +105,20 @@ export function boundedCall<T>(
   work: Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {
-  const ms = (options.requestTimeoutMs ?? 60_000) + DEADLINE_GRACE_MS;
+  return boundedBy((options.requestTimeoutMs ?? 60_000) + DEADLINE_GRACE_MS, operation, work, signal);
+}
+
+/**
+ * `work`, or a `Timeout` after `ms` without it settling (see {@link boundedCall}); for a call with a
+ * budget of its own, such as the state probe after a failed call. An abort of `signal` rejects with its
+ * reason at once.
+ */
+export function boundedBy<T>(
+  ms: number,
+  operation: string,
+  work: Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       work.catch(() => undefined);
