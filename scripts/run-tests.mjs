@@ -134,10 +134,14 @@ const jobs = packages
 // biome-ignore lint/suspicious/noUndeclaredEnvVars: set by .ci/run for this script only, never by a build task
 const asUser = process.env.SBOX_TEST_AS_USER;
 if (asUser && (only.length === 0 || only.some((name) => name.includes("provider-local")))) {
-  jobs.splice(1, 0, () => runAsUser(asUser));
+  // Copied before any suite starts: the root run of the same package writes next to its sources (a copy
+  // taken while it ran saw "file changed as we read it").
+  const asUserCheckout = copyCheckoutFor(asUser);
+  jobs.splice(1, 0, () => runAsUser(asUser, asUserCheckout));
 }
 
-async function runAsUser(user) {
+/** A copy of this built checkout that `user` owns, at a fixed path under /var/tmp. */
+function copyCheckoutFor(user) {
   const asUserCheckout = `/var/tmp/sbox-test-as-${user}`;
   rmSync(asUserCheckout, { recursive: true, force: true });
   mkdirSync(asUserCheckout, { recursive: true });
@@ -157,6 +161,10 @@ async function runAsUser(user) {
     broken.push(`copy of the checkout for ${user}`);
     totals.failed += 1;
   }
+  return asUserCheckout;
+}
+
+async function runAsUser(user, asUserCheckout) {
   const dir = join(asUserCheckout, "packages", "provider-local");
   const userReports = join(asUserCheckout, ".test-reports-as-user");
   mkdirSync(userReports, { recursive: true });
