@@ -6,8 +6,17 @@
  * `exitCodes: false` hides the exit code (forces E2), `envCwd: false` ignores cwd/env (forces E1).
  */
 import { spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -45,10 +54,13 @@ export interface ShDriverOptions {
 }
 
 let busyboxBin: string | undefined;
-/** A directory holding only busybox applet links, used as the whole PATH of the busybox userland. */
+/**
+ * A directory holding only busybox applet links, used as the whole PATH of the busybox userland. One per
+ * user and applet list, shared by every test file and run: each test file is a module of its own, and a
+ * directory per module was never removed (a worker's exit hooks do not run under vitest).
+ */
 function busyboxPath(): string {
   if (busyboxBin && existsSync(busyboxBin)) return busyboxBin;
-  const dir = mkdtempSync(join(tmpdir(), "sbox-busybox-"));
   const applets = [
     "sh",
     "ash",
@@ -119,9 +131,35 @@ function busyboxPath(): string {
     "which",
     "nohup",
   ];
-  for (const applet of new Set(applets)) symlinkSync("/usr/bin/busybox", join(dir, applet));
-  busyboxBin = dir;
-  return dir;
+  const names = [...new Set(applets)].sort();
+  const digest = createHash("sha256").update(names.join("\n")).digest("hex").slice(0, 12);
+  const shared = join(tmpdir(), `sbox-busybox-applets-${process.getuid?.() ?? 0}-${digest}`);
+  if (!ownDirectory(shared)) {
+    // Built aside and renamed into place, so a test file running at the same time sees all or nothing.
+    const building = mkdtempSync(`${shared}.building-`);
+    for (const applet of names) symlinkSync("/usr/bin/busybox", join(building, applet));
+    try {
+      renameSync(building, shared);
+    } catch {
+      rmSync(building, { recursive: true, force: true });
+    }
+  }
+  // /tmp is shared: a path another user planted (or a symlink) is not used; this run gets its own then.
+  busyboxBin = ownDirectory(shared) ? shared : mkdtempSync(join(tmpdir(), "sbox-busybox-"));
+  if (busyboxBin !== shared) {
+    for (const applet of names) symlinkSync("/usr/bin/busybox", join(busyboxBin, applet));
+  }
+  return busyboxBin;
+}
+
+/** Whether `path` is a real directory (not a symlink) owned by this user. */
+function ownDirectory(path: string): boolean {
+  try {
+    const stat = lstatSync(path);
+    return stat.isDirectory() && stat.uid === (process.getuid?.() ?? 0);
+  } catch {
+    return false;
+  }
 }
 
 interface ShNative {

@@ -3,16 +3,20 @@
  * metrics emulation among them) measure the sandbox's memory there instead of the host's /proc/meminfo.
  * Only where the provider makes cgroups (as root); elsewhere the test says why it skips.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cgroupSupport } from "../src/local-cgroups.js";
 import { call, destroyAll, providerFor, run, tempStateRoot } from "./helpers.js";
 
-const state = tempStateRoot("cgroup-view");
-afterAll(() => state.cleanup());
 const support = cgroupSupport();
 const why = support.kind === "none" ? ` (SKIPPED: no cgroups here: ${support.reason})` : "";
 
 describe.skipIf(support.kind === "none")(`the sandbox's own cgroup inside its view${why}`, () => {
+  // Made in the suite's own hooks: a skipped suite runs none, and a directory made at import would stay.
+  let state: ReturnType<typeof tempStateRoot>;
+  beforeAll(() => {
+    state = tempStateRoot("cgroup-view");
+  });
+  afterAll(() => state.cleanup());
   it("is there, read-only, counts the sandbox's own memory, and shows no other group", async () => {
     const provider = providerFor("bwrap", state.home);
     const sandbox = await provider.doCreate({}, call());

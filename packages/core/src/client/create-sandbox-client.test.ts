@@ -93,7 +93,8 @@ describe("createSandboxClient", () => {
   });
 
   test("fallback providers are tried only for creates with an idempotency key", async () => {
-    const failing = recordingProvider(shDriver({ userland: "dash", lifecycle: true }), {
+    const primary = shDriver({ userland: "dash", lifecycle: true });
+    const failing = recordingProvider(primary, {
       doCreate: () => providerError(false),
     });
     const backup = shDriver({ userland: "busybox", lifecycle: true });
@@ -104,11 +105,13 @@ describe("createSandboxClient", () => {
     expect((await sandbox.commands.run("echo fallback")).stdout).toBe("fallback\n");
     await sandbox.destroy();
     backup.cleanup();
+    primary.cleanup();
   });
 
   test("when every provider fails the error is AllProvidersFailed with each cause", async () => {
     const a = recordingProvider(listing, { doCreate: () => providerError(false) });
-    const b = recordingProvider(shDriver({ userland: "busybox", lifecycle: true }), {
+    const second = shDriver({ userland: "busybox", lifecycle: true });
+    const b = recordingProvider(second, {
       doCreate: () => new SandboxError("Unauthorized", "bad key"),
     });
     const client = createSandboxClient({ provider: a, fallback: [b] });
@@ -116,6 +119,7 @@ describe("createSandboxClient", () => {
     expect(error.code).toBe("AllProvidersFailed");
     expect(error.message).toContain("Unauthorized");
     expect((error.cause as AggregateError).errors).toHaveLength(2);
+    second.cleanup();
   });
 
   test("a create repeated with the same idempotency key returns the first sandbox; another key makes another", async () => {
