@@ -538,8 +538,10 @@ async function mountFuse(tools: FuseTools, dir: string): Promise<void> {
   const { image, mountPoint } = imageOf({ dir } as LocalSandboxPaths);
   const made = mountPointAt(mountPoint);
   if (made) throw localError("Provider", `cannot make the mount point of the sandbox's disk: ${made.why}`);
-  const child = spawn(tools.fuse2fs, [image, mountPoint, "-f", "-o", FUSE_OPTIONS], {
-    cwd: "/",
+  // Named relative to the sandbox's directory: fuse2fs names the file system after the image as given, and a
+  // sandbox reads that name in its mount table (`disk.img`, not the host path of the state root).
+  const child = spawn(tools.fuse2fs, ["disk.img", "disk", "-f", "-o", FUSE_OPTIONS], {
+    cwd: dir,
     env: TOOL_ENV,
     detached: true,
     stdio: ["ignore", "ignore", "pipe"],
