@@ -9,14 +9,11 @@ import {
   accessSync,
   constants,
   existsSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
-  rmSync,
   statSync,
 } from "node:fs";
-import { dirname, join } from "node:path";
 import type { DriverSandbox } from "@sbox/core/spec";
 import { SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
