@@ -141,7 +141,7 @@ export function diskSupport(stateRoot: string, root: boolean): DiskSupport {
   if (failed) made = { kind: "none", reason: `cannot make the state root a private mount: ${failed.why}` };
   else {
     // The probe's mount is below the (now private) state root: it reaches no other mount namespace.
-    support ??= probeDiskImage(stateRoot, (tools as { mkfs: string }).mkfs);
+    support ??= probeDiskImage(stateRoot, tools.mkfs);
     made = support;
   }
   privateRoots.set(stateRoot, made);
