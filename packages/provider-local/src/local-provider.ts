@@ -92,7 +92,7 @@ export interface LocalSandboxHandle {
   readonly id: string;
   /** `<root>/<id>` on the host. */
   readonly dir: string;
-  /** Host directory behind `/workspace`. */
+  /** Host directory behind `/workspace` (with an unprivileged host's disk image, the image's, below `dir/disk`). */
   readonly workspace: string;
   /** Host directory behind the sandbox's `/tmp`. */
   readonly tmp: string;
@@ -126,8 +126,14 @@ type Sandbox = DriverSandbox<LocalSandboxHandle>;
  * the core's emulations (used in primitives-only mode) keep their state in the sandbox's own tmp directory
  * instead of a `/tmp/.sbox` shared by all of them.
  */
-function handleOf(id: string, root: string, unisolated: boolean): Sandbox {
-  const paths = sandboxPaths(root, id);
+function handleOf(
+  id: string,
+  root: string,
+  unisolated: boolean,
+  disk?: "image" | "fuse" | undefined,
+): Sandbox {
+  // With a FUSE disk the host directories behind the sandbox's are the image's own (nothing is bound over them).
+  const paths = pathsWithDisk(sandboxPaths(root, id), { disk });
   const native = { id, dir: paths.dir, workspace: paths.workspace, tmp: paths.tmp, home: paths.home };
   return unisolated ? { id, native, emulationStateDir: join(paths.tmp, ".sbox") } : { id, native };
 }
@@ -515,13 +521,13 @@ export function local(
       // The limits exist from the start (they are read back by getInfo), not from the first command.
       await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
       if (created.expiresAt !== undefined) expiry.arm(id, Date.parse(created.expiresAt));
-      return handleOf(id, root, unisolated());
+      return handleOf(id, root, unisolated(), created.disk);
     },
 
     async doConnect(id, { signal }) {
       throwIfAborted(signal, "connect");
-      await load(assertLocalId(id));
-      return handleOf(id, root, unisolated());
+      const target = await load(assertLocalId(id));
+      return handleOf(id, root, unisolated(), target.record.disk);
     },
 
     async doDestroy(sandbox, { signal }) {
@@ -768,7 +774,7 @@ export function local(
             sandboxOwner(),
             disk.support,
           );
-          forks.push(handleOf(id, root, unisolated()));
+          forks.push(handleOf(id, root, unisolated(), disk.field.disk));
           await copyTree(source.paths.workspace, pathsWithDisk(paths, disk.field).workspace, sandboxOwner());
         }
       } catch (error) {
