@@ -582,10 +582,15 @@ async function mountFuse(tools: FuseTools, dir: string): Promise<void> {
   }
 }
 
+/** How long a fuse2fs whose file system was unmounted gets to end by itself before it is asked to (SIGTERM). */
+const DAEMON_GRACE_MS = 2_000;
+
 /**
  * Waits until the sandbox's fuse2fs has ended (after its unmount it writes the image's last metadata, and a
- * second daemon on the same image before that would corrupt it). `kill`: the image is being deleted, so the
- * daemon is killed rather than waited for. Rejects when it outlives the bound.
+ * second daemon on the same image before that would corrupt it). A daemon still running after a grace time
+ * (its file system, lazily unmounted, still held by something) is sent SIGTERM, on which libfuse ends its
+ * loop and fuse2fs closes the image cleanly. `kill`: the image is being deleted, so the daemon is killed at
+ * once. Rejects when it outlives the bound.
  */
 async function daemonEnded(dir: string, kill: boolean): Promise<void> {
   const text = await readFile(daemonFile(dir), "utf8").catch(() => "");
@@ -593,13 +598,22 @@ async function daemonEnded(dir: string, kill: boolean): Promise<void> {
   if (pid && startTime !== undefined && Number.isInteger(startTime)) {
     const bound = startBoundMs();
     const started = Date.now();
-    // Killed only when it is the same process (pid and start time), never a reused pid.
-    if (kill && (await isProcessAlive(pid, startTime))) sendSignal(pid, "SIGKILL");
+    // Signalled only when it is the same process (pid and start time), never a reused pid.
+    const signal = async (name: string) => {
+      if (await isProcessAlive(pid, startTime)) sendSignal(pid, name);
+    };
+    if (kill) await signal("SIGKILL");
+    let asked = kill;
     for (let delay = 2; await isProcessAlive(pid, startTime); delay = Math.min(50, delay * 2)) {
-      if (Date.now() - started > bound) {
+      const waited = Date.now() - started;
+      if (!asked && waited > DAEMON_GRACE_MS) {
+        asked = true;
+        await signal("SIGTERM");
+      }
+      if (waited > bound) {
         throw localError(
           "Provider",
-          `the fuse2fs of the sandbox's disk (pid ${pid}) has not ended after its unmount`,
+          `the fuse2fs of the sandbox's disk (pid ${pid}) has not ended ${waited} ms after its unmount`,
         );
       }
       await sleep(delay);

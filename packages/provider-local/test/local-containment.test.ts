@@ -7,8 +7,10 @@
 import { spawnSync } from "node:child_process";
 import {
   accessSync,
+  closeSync,
   constants,
   existsSync,
+  openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -437,6 +439,31 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
       expect(mountsBelow(dir)).toEqual([]);
       expect(fuseDaemonsBelow(state.home)).toHaveLength(fuseDaemonsBelow(sandbox.native.dir).length);
       expect(existsSync(dir)).toBe(false);
+    },
+    120_000,
+  );
+
+  it.skipIf(!hasFuseDisk)(
+    "unprivileged: a stop while the host holds a file of the disk open still ends its daemon, and keeps the files",
+    async () => {
+      const busy = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+      const dir = busy.native.dir;
+      await run(provider, busy, "echo kept > /workspace/kept");
+      // An open descriptor on the mount makes its unmount busy: it is detached lazily, and the daemon, still
+      // serving that descriptor, is asked to end after a grace time.
+      const fd = openSync(`${busy.native.workspace}/kept`, "r");
+      try {
+        await provider.doStop!(busy, call());
+        expect(mountsBelow(dir)).toEqual([]);
+        expect(fuseDaemonsBelow(dir)).toEqual([]);
+      } finally {
+        closeSync(fd);
+      }
+      await provider.doResume!(busy, call());
+      expect((await run(provider, busy, "cat /workspace/kept")).stdout).toBe("kept\n");
+      await provider.doDestroy(busy, call());
+      expect(mountsBelow(dir)).toEqual([]);
+      expect(fuseDaemonsBelow(dir)).toEqual([]);
     },
     120_000,
   );
