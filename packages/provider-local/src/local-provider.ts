@@ -341,8 +341,14 @@ export function local(
       holders.forget(paths.dir);
     }
     // A FUSE disk runs a daemon: a stopped sandbox has none, until its files are asked for (then it keeps it
-    // until it is stopped again or destroyed), or it starts.
-    if (record.disk === "fuse" && (record.state !== "stopped" || withFiles)) {
+    // until it is stopped again or destroyed), or it starts. A live holder kept here was started on the
+    // mounted disk (a stop ends the holder before it unmounts), so a command does not ask the daemon first
+    // (a FUSE round trip on every call).
+    if (
+      record.disk === "fuse" &&
+      (record.state !== "stopped" || withFiles) &&
+      (record.state === "stopped" || !holders.get(paths.dir))
+    ) {
       await ensureDiskMounted(paths, "fuse");
     }
     return { id, paths: pathsWithDisk(paths, record), record };
