@@ -525,7 +525,13 @@ export function local(
       const created = { ...record, id, ports, ...disk.field };
       await createSandboxDirectories(paths, created, sandboxOwner(), disk.support);
       // The limits exist from the start (they are read back by getInfo), not from the first command.
-      await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+      try {
+        await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+      } catch (error) {
+        // A create that fails leaves nothing: no directory, no disk mounted (nor its daemon).
+        await removeSandboxDirectory(paths).catch(() => {});
+        throw error;
+      }
       if (created.expiresAt !== undefined) expiry.arm(id, Date.parse(created.expiresAt));
       return handleOf(id, root, unisolated(), created.disk);
     },
