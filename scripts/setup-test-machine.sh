@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a machine (Debian, as root) for sbox's test suites, idempotently: installs the system packages
-# (bubblewrap, slirp4netns, busybox, docker.io, debootstrap, PostgreSQL, tmux...), pnpm and kubectl when
-# missing, starts a Docker Engine, builds the test images offline (cached: each is rebuilt only when its
-# inputs change) and creates the unprivileged test user. The README's test command and .ci/run both start
+# (bubblewrap, slirp4netns, fuse2fs and fuse3, busybox, docker.io, debootstrap, PostgreSQL, tmux...), pnpm
+# and kubectl when missing, starts a Docker Engine, builds the test images offline (cached: each is rebuilt
+# only when its inputs change) and creates the unprivileged test user. The README's test command and .ci/run both start
 # with it; a second call on a prepared machine changes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ fi
 step "system packages"
 need=()
 for pair in bwrap:bubblewrap busybox:busybox-static dockerd:docker.io debootstrap:debootstrap tmux:tmux unzip:unzip \
-  slirp4netns:slirp4netns ip:iproute2 nsenter:util-linux gcc:gcc python3:python3 \
+  slirp4netns:slirp4netns ip:iproute2 nsenter:util-linux gcc:gcc python3:python3 fuse2fs:fuse2fs fusermount3:fuse3 \
   /usr/lib/postgresql/15/bin/initdb:postgresql; do
   bin=${pair%%:*}; pkg=${pair#*:}
   if [[ $bin == /* ]]; then [[ -x $bin ]] || need+=("$pkg"); else command -v "$bin" >/dev/null || need+=("$pkg"); fi
@@ -25,6 +25,9 @@ if ((${#need[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# provider-local's unprivileged disk images (fuse2fs through the setuid fusermount3) need /dev/fuse open to
+# every user: the fuse3 package's udev rule makes it 0666, but a container without udev keeps the kernel's 0600.
+if [[ -c /dev/fuse && $(stat -c %a /dev/fuse) != 666 ]]; then chmod 0666 /dev/fuse; fi
 command -v pnpm >/dev/null && [[ $(pnpm --version) == 12.4.2 ]] || npm i -g pnpm@12.4.2 >/dev/null
 
 # kubectl for the Kubernetes emulator's client tests. The machine image ships kubectl 1.32; Debian's

@@ -15,7 +15,8 @@
 //
 //   pnpm --filter @sbox/provider-local build && node packages/provider-local/bench/roundtrip.mjs
 //
-// ROUNDS (default 300) sets the number of measured rounds per variant.
+// ROUNDS (default 300) sets the number of measured rounds per variant; DISK_IMAGE=false makes the sandboxes
+// without a disk image (as root a loop device, unprivileged fuse2fs), to compare.
 import { spawn, spawnSync } from "node:child_process";
 import {
   closeSync,
@@ -33,6 +34,8 @@ import { createSandboxClient } from "@sbox/core";
 import { local } from "../dist/index.js";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 300);
+/** DISK_IMAGE=false: sandboxes without their disk image (to compare the round trip with and without one). */
+const DISK_IMAGE = process.env.DISK_IMAGE === "false" ? false : undefined;
 const WARMUP = 30;
 
 function median(values) {
@@ -199,7 +202,7 @@ function bareChain(chain) {
 }
 
 async function measure(isolation, root) {
-  const client = createSandboxClient({ provider: local({ root, isolation }) });
+  const client = createSandboxClient({ provider: local({ root, isolation, diskImage: DISK_IMAGE }) });
   const sandbox = await client.create({ network: { egress: "block-all" } }).catch(() => client.create());
   const id = sandbox.id.slice("local:".length);
   const chain = isolation === "bwrap" ? await providerChain(sandbox, id, root) : undefined;

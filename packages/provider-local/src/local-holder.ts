@@ -34,7 +34,7 @@ import {
 import { COMMAND_TAG_VARIABLE, readProcStat, SANDBOX_TAG_VARIABLE } from "./local-procfs.js";
 import { seccompFile } from "./local-seccomp-file.js";
 import { startBoundMs, startTimeout, waitFor } from "./local-start-wait.js";
-import { ensureSandboxDirectories, writeFileAtomic } from "./local-state.js";
+import { ensureSandboxDirectories, pathsIn, writeFileAtomic } from "./local-state.js";
 import { SANDBOX_BOOT_ID_FILE, viewArgs } from "./local-view.js";
 
 /** A process identified across pid reuse. */
@@ -202,7 +202,9 @@ async function startHolder(
 ): Promise<HolderRecord> {
   const identity = hostIdentity();
   const owner = identity.root ? { uid: identity.sandboxUid, gid: identity.sandboxGid } : undefined;
-  await ensureSandboxDirectories(target.paths, owner);
+  // The sandbox's own directories below its directory (with a FUSE disk, the view binds the image's instead:
+  // never made here, so that a disk unmounted meanwhile fails the start rather than bind the host's disk).
+  await ensureSandboxDirectories(pathsIn(target.paths.dir), owner);
   const resources = sandboxResources(target.record);
   const cgroup = await sandboxCgroupFor(target, resources);
   const support = networkSupport(identity);

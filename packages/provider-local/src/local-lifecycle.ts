@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { markAllKilled } from "./local-background.js";
 import { canFreeze, freezeSandbox, killSandboxGroup, removeSandboxCgroup } from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
-import { releaseStateRootIfIdle, unmountBelow } from "./local-disk.js";
+import { detachFuseDisk, releaseStateRootIfIdle, unmountBelow } from "./local-disk.js";
 import { localError } from "./local-errors.js";
 import { liveHolder, stopHolder } from "./local-holder.js";
 import { recordedCgroup } from "./local-launch.js";
@@ -65,6 +65,8 @@ export async function killAllProcesses(target: CommandTarget): Promise<void> {
 export async function stopSandbox(target: CommandTarget): Promise<LocalSandboxRecord> {
   const record = await updateRecord(target.paths, target.id, (current) => ({ ...current, state: "stopped" }));
   await killAllProcesses(target);
+  // Unprivileged, the disk is a daemon's (fuse2fs): it ends with the sandbox's processes, its files kept.
+  if (record.disk === "fuse") await detachFuseDisk(target.paths);
   return record;
 }
 

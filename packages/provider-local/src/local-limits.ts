@@ -139,7 +139,9 @@ export function rlimitCommands(
 export function describeEnforcement(
   resources: LocalResources,
   support: { readonly kind: "v1" | "v2" } | { readonly kind: "none"; readonly reason: string },
-  disk: { readonly image: true } | { readonly image: false; readonly reason: string },
+  disk:
+    | { readonly image: true; readonly mount: "loop" | "fuse" }
+    | { readonly image: false; readonly reason: string },
 ): Record<string, unknown> {
   const common = {
     pids: resources.pids,
@@ -147,8 +149,12 @@ export function describeEnforcement(
     diskMB: resources.diskMB,
     ...(resources.vcpus === undefined ? {} : { vcpus: resources.vcpus }),
   };
+  const mounted =
+    disk.image && disk.mount === "fuse"
+      ? "mounted with fuse2fs by the host user, outside the sandbox"
+      : "loop-mounted";
   const diskEnforcement = disk.image
-    ? `/workspace, /tmp and /home/user together (a disk image of their own, ext4, loop-mounted), each file written (RLIMIT_FSIZE), and /dev/shm size`
+    ? `/workspace, /tmp and /home/user together (a disk image of their own, ext4, ${mounted}), each file written (RLIMIT_FSIZE), and /dev/shm size`
     : `per file written (RLIMIT_FSIZE) and /dev/shm size; not their total (${disk.reason})`;
   if (support.kind === "none") {
     return {

@@ -1,4 +1,5 @@
 import { lstat, readdir, readFile, statfs } from "node:fs/promises";
+import { join } from "node:path";
 import type { SandboxMetrics } from "@sbox/core/spec";
 import { cgroupUsage } from "./local-cgroups.js";
 import type { CommandTarget } from "./local-command.js";
@@ -28,12 +29,15 @@ const IMAGE_NAMES: ReadonlySet<string> = new Set(["disk", "disk.img", "workspace
  * data reaches the image file itself only later) plus the rest of the directory.
  */
 async function sandboxDiskUse(target: CommandTarget): Promise<number> {
-  if (target.record.disk !== "image") return diskUsage(target.paths.dir);
+  if (target.record.disk === undefined) return diskUsage(target.paths.dir);
   const [fs, rest] = await Promise.all([
     statfs(target.paths.workspace).catch(() => undefined),
     diskUsage(target.paths.dir, IMAGE_NAMES),
   ]);
-  return rest + (fs ? (fs.blocks - fs.bfree) * fs.bsize : 0);
+  if (fs) return rest + (fs.blocks - fs.bfree) * fs.bsize;
+  // Not mounted (a stopped sandbox's FUSE disk): what its image file takes on the host's disk.
+  const image = await lstat(join(target.paths.dir, "disk.img")).catch(() => undefined);
+  return rest + (image ? image.blocks * 512 : 0);
 }
 
 /**

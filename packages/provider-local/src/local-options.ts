@@ -55,10 +55,12 @@ export interface LocalOptions {
    * Under bubblewrap, each sandbox gets an ext4 image of its own, `resources.diskMB` large (sparse: it takes on
    * the host's disk what is written, at most that), so that its `/workspace`, `/tmp` and `/home/user` together
    * can never hold more (ENOSPC inside). Default: wherever one can be made (as root, with loop devices and
-   * mkfs.ext4); elsewhere each file a sandbox writes is limited to `diskMB`, not their total (one warning,
-   * and `getInfo().raw.limits.enforced.disk` says why). `true` insists: refused with `NotSupported` where no
-   * image can be mounted. `false` opts out. Each sandbox with one holds four mounts (the image and three
-   * binds) below the state root, which is made a private mount of itself.
+   * mkfs.ext4; as a normal user, with fuse2fs and fusermount3 from `apt-get install fuse2fs fuse3` and
+   * `/dev/fuse` open to the user); elsewhere each file a sandbox writes is limited to `diskMB`, not their total
+   * (one warning, and `getInfo().raw.limits.enforced.disk` says why). `true` insists: refused with
+   * `NotSupported` where no image can be mounted. `false` opts out. As root each sandbox with one holds four
+   * mounts (the image and three binds) below the state root, which is made a private mount of itself; as a
+   * normal user one FUSE mount and its fuse2fs daemon while the sandbox is not stopped.
    */
   diskImage?: boolean | undefined;
   /**

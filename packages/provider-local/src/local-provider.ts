@@ -27,7 +27,7 @@ import {
 import { localCapabilities, localFlags, localUnisolatedCapabilities } from "./local-capabilities.js";
 import { cgroupSupport, enforcedLimits } from "./local-cgroups.js";
 import { type CommandSettings, type CommandTarget, viewOf } from "./local-command.js";
-import { type DiskSupport, diskSupport, ensureDiskMounted } from "./local-disk.js";
+import { type DiskSupport, diskSupport, ensureDiskMounted, pathsWithDisk } from "./local-disk.js";
 import { LOCAL_PROVIDER_NAME, localError, throwIfAborted, toLocalError } from "./local-errors.js";
 import { type CommandContext, runForeground } from "./local-exec.js";
 import { LocalExpiryTimers } from "./local-expiry-timers.js";
@@ -92,7 +92,7 @@ export interface LocalSandboxHandle {
   readonly id: string;
   /** `<root>/<id>` on the host. */
   readonly dir: string;
-  /** Host directory behind `/workspace`. */
+  /** Host directory behind `/workspace` (with an unprivileged host's disk image, the image's, below `dir/disk`). */
   readonly workspace: string;
   /** Host directory behind the sandbox's `/tmp`. */
   readonly tmp: string;
@@ -126,8 +126,14 @@ type Sandbox = DriverSandbox<LocalSandboxHandle>;
  * the core's emulations (used in primitives-only mode) keep their state in the sandbox's own tmp directory
  * instead of a `/tmp/.sbox` shared by all of them.
  */
-function handleOf(id: string, root: string, unisolated: boolean): Sandbox {
-  const paths = sandboxPaths(root, id);
+function handleOf(
+  id: string,
+  root: string,
+  unisolated: boolean,
+  disk?: "image" | "fuse" | undefined,
+): Sandbox {
+  // With a FUSE disk the host directories behind the sandbox's are the image's own (nothing is bound over them).
+  const paths = pathsWithDisk(sandboxPaths(root, id), { disk });
   const native = { id, dir: paths.dir, workspace: paths.workspace, tmp: paths.tmp, home: paths.home };
   return unisolated ? { id, native, emulationStateDir: join(paths.tmp, ".sbox") } : { id, native };
 }
@@ -291,7 +297,7 @@ export function local(
    * bubblewrap, with loop devices and mkfs.ext4), else each file is limited and the total is not (one
    * warning). `diskImage: true` insists (refused where none can be made), `diskImage: false` opts out.
    */
-  const diskFor = (): { support: DiskSupport | undefined; field: { disk?: "image" } } => {
+  const diskFor = (): { support: DiskSupport | undefined; field: { disk?: "image" | "fuse" } } => {
     if (options.diskImage === false) return { support: undefined, field: {} };
     if (unisolated()) {
       if (options.diskImage === undefined) return { support: undefined, field: {} };
@@ -301,7 +307,7 @@ export function local(
       );
     }
     const support = diskSupport(root, hostIdentity().root);
-    if (support.kind === "image") return { support, field: { disk: "image" } };
+    if (support.kind !== "none") return { support, field: { disk: support.kind } };
     if (options.diskImage === undefined) {
       warnAboutNoDiskImage(support.reason);
       return { support: undefined, field: {} };
@@ -316,7 +322,7 @@ export function local(
   const diskReason = (): string => {
     if (options.diskImage === false) return "local({ diskImage: false }) opts out of the disk image";
     const support = diskSupport(root, hostIdentity().root);
-    return support.kind === "image" ? "made before disk images were the default" : support.reason;
+    return support.kind !== "none" ? "made before disk images were the default" : support.reason;
   };
 
   /** Why no user-mode network is usable (only called once `grantEgress` fell back to block-all). */
@@ -326,15 +332,26 @@ export function local(
   };
 
   /** Loads a sandbox fresh from disk; an expired one is stopped first (unless the caller is the stop itself). */
-  const loadNow = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
+  const loadNow = async (id: string, enforceExpiry = true, withFiles = false): Promise<CommandTarget> => {
     const paths = sandboxPaths(root, assertLocalId(id));
     let record = await readRecord(paths, id);
     if (record.disk === "image") await ensureDiskMounted(paths);
     if (enforceExpiry && record.state !== "stopped" && isExpired(record)) {
-      record = await stopSandbox({ id, paths, record });
+      record = await stopSandbox({ id, paths: pathsWithDisk(paths, record), record });
       holders.forget(paths.dir);
     }
-    return { id, paths, record };
+    // A FUSE disk runs a daemon: a stopped sandbox has none, until its files are asked for (then it keeps it
+    // until it is stopped again or destroyed), or it starts. A live holder kept here was started on the
+    // mounted disk (a stop ends the holder before it unmounts), so a command does not ask the daemon first
+    // (a FUSE round trip on every call).
+    if (
+      record.disk === "fuse" &&
+      (record.state !== "stopped" || withFiles) &&
+      (record.state === "stopped" || !holders.get(paths.dir))
+    ) {
+      await ensureDiskMounted(paths, "fuse");
+    }
+    return { id, paths: pathsWithDisk(paths, record), record };
   };
 
   // Loading an expired sandbox stops it: the timer only has to load it when its time is up.
@@ -343,6 +360,11 @@ export function local(
   const load = async (id: string, enforceExpiry = true): Promise<CommandTarget> => {
     await expiry.settled(id);
     return loadNow(id, enforceExpiry);
+  };
+  /** {@link load} for an operation on the sandbox's files, which a stopped sandbox has too. */
+  const loadFiles = async (id: string): Promise<CommandTarget> => {
+    await expiry.settled(id);
+    return loadNow(id, true, true);
   };
 
   /** The host id the sandbox user has, when files the host creates must be handed to it (root hosts). */
@@ -385,8 +407,8 @@ export function local(
     const limits = describeEnforcement(
       sandboxResources(record),
       cgroup ?? support,
-      record.disk === "image"
-        ? { image: true }
+      record.disk !== undefined
+        ? { image: true, mount: record.disk === "fuse" ? "fuse" : "loop" }
         : { image: false, reason: bwrap ? diskReason() : "no isolation: commands write as the host user" },
     );
     const network = networkSupport(identity);
@@ -503,15 +525,21 @@ export function local(
       const created = { ...record, id, ports, ...disk.field };
       await createSandboxDirectories(paths, created, sandboxOwner(), disk.support);
       // The limits exist from the start (they are read back by getInfo), not from the first command.
-      await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+      try {
+        await sandboxCgroupFor({ id, paths, record: created }, created.resources!);
+      } catch (error) {
+        // A create that fails leaves nothing: no directory, no disk mounted (nor its daemon).
+        await removeSandboxDirectory(paths).catch(() => {});
+        throw error;
+      }
       if (created.expiresAt !== undefined) expiry.arm(id, Date.parse(created.expiresAt));
-      return handleOf(id, root, unisolated());
+      return handleOf(id, root, unisolated(), created.disk);
     },
 
     async doConnect(id, { signal }) {
       throwIfAborted(signal, "connect");
-      await load(assertLocalId(id));
-      return handleOf(id, root, unisolated());
+      const target = await load(assertLocalId(id));
+      return handleOf(id, root, unisolated(), target.record.disk);
     },
 
     async doDestroy(sandbox, { signal }) {
@@ -579,34 +607,34 @@ export function local(
     },
 
     async doReadFile(sandbox, path, { signal }) {
-      return readSandboxFile(viewOf(await load(sandbox.id), isolation()), path, signal);
+      return readSandboxFile(viewOf(await loadFiles(sandbox.id), isolation()), path, signal);
     },
     async doWriteFile(sandbox, path, data, options) {
-      return writeSandboxFile(viewOf(await load(sandbox.id), isolation()), path, data, options);
+      return writeSandboxFile(viewOf(await loadFiles(sandbox.id), isolation()), path, data, options);
     },
     async doReadFileStream(sandbox, path, { signal }) {
-      return readSandboxFileStream(viewOf(await load(sandbox.id), isolation()), path, signal);
+      return readSandboxFileStream(viewOf(await loadFiles(sandbox.id), isolation()), path, signal);
     },
     async doWriteFileStream(sandbox, path, data, options) {
-      return writeSandboxFileStream(viewOf(await load(sandbox.id), isolation()), path, data, options);
+      return writeSandboxFileStream(viewOf(await loadFiles(sandbox.id), isolation()), path, data, options);
     },
     async doListFiles(sandbox, path, { signal }) {
-      return listSandboxDirectory(viewOf(await load(sandbox.id), isolation()), path, signal);
+      return listSandboxDirectory(viewOf(await loadFiles(sandbox.id), isolation()), path, signal);
     },
     async doStat(sandbox, path, { signal }) {
-      return statSandboxPath(viewOf(await load(sandbox.id), isolation()), path, signal);
+      return statSandboxPath(viewOf(await loadFiles(sandbox.id), isolation()), path, signal);
     },
     async doMkdir(sandbox, path, options) {
-      return makeSandboxDirectory(viewOf(await load(sandbox.id), isolation()), path, options);
+      return makeSandboxDirectory(viewOf(await loadFiles(sandbox.id), isolation()), path, options);
     },
     async doRemove(sandbox, path, options) {
-      return removeSandboxPath(viewOf(await load(sandbox.id), isolation()), path, options);
+      return removeSandboxPath(viewOf(await loadFiles(sandbox.id), isolation()), path, options);
     },
     async doRename(sandbox, from, to, { signal }) {
-      return renameSandboxPath(viewOf(await load(sandbox.id), isolation()), from, to, signal);
+      return renameSandboxPath(viewOf(await loadFiles(sandbox.id), isolation()), from, to, signal);
     },
     async doWatch(sandbox, path, options) {
-      return watchSandboxPath(viewOf(await load(sandbox.id), isolation()), path, options);
+      return watchSandboxPath(viewOf(await loadFiles(sandbox.id), isolation()), path, options);
     },
 
     doList: (filter: ListFilter, { signal }: DriverCallOptions) => listSandboxes(filter, signal),
@@ -716,11 +744,11 @@ export function local(
 
     async doCreateSnapshot(sandbox, { signal, name }) {
       throwIfAborted(signal, "snapshots.create");
-      return createSnapshot((await load(sandbox.id)).paths, name);
+      return createSnapshot((await loadFiles(sandbox.id)).paths, name);
     },
     async doRestoreSnapshot(sandbox, ref, { signal }) {
       throwIfAborted(signal, "snapshots.restore");
-      await restoreSnapshot((await load(sandbox.id)).paths, ref, sandboxOwner());
+      await restoreSnapshot((await loadFiles(sandbox.id)).paths, ref, sandboxOwner());
     },
     async doListSnapshots(sandbox, { signal }) {
       throwIfAborted(signal, "snapshots.list");
@@ -735,7 +763,7 @@ export function local(
       if (!Number.isInteger(count) || count < 1 || count > MAX_FORK_COUNT) {
         throw localError("Validation", `fork count must be an integer from 1 to ${MAX_FORK_COUNT}`);
       }
-      const source = await load(sandbox.id);
+      const source = await loadFiles(sandbox.id);
       const disk = diskFor();
       const forks: Sandbox[] = [];
       try {
@@ -758,8 +786,8 @@ export function local(
             sandboxOwner(),
             disk.support,
           );
-          forks.push(handleOf(id, root, unisolated()));
-          await copyTree(source.paths.workspace, paths.workspace, sandboxOwner());
+          forks.push(handleOf(id, root, unisolated(), disk.field.disk));
+          await copyTree(source.paths.workspace, pathsWithDisk(paths, disk.field).workspace, sandboxOwner());
         }
       } catch (error) {
         await Promise.all(

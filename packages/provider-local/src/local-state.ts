@@ -3,7 +3,7 @@ import { lstatSync, readFileSync } from "node:fs";
 import { chmod, chown, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxState } from "@sbox/core/spec";
-import { attachDisk, type DiskSupport } from "./local-disk.js";
+import { attachDisk, type DiskSupport, unmountBelow } from "./local-disk.js";
 import { localError } from "./local-errors.js";
 import { assertLocalId } from "./local-ids.js";
 import { DEFAULT_DISK_MB, type LocalResources } from "./local-limits.js";
@@ -34,9 +34,11 @@ export interface LocalSandboxRecord {
   readonly hostNetwork?: boolean | undefined;
   /**
    * `"image"`: the sandbox's directories are on a disk image of its own, `resources.diskMB` large (the total
-   * size limit; see local-disk.ts). Absent: plain directories on the host's disk (each file limited only).
+   * size limit; see local-disk.ts), loop-mounted by root with its directories bound over the sandbox's.
+   * `"fuse"`: the same image mounted unprivileged with fuse2fs, its directories used where they are.
+   * Absent: plain directories on the host's disk (each file limited only).
    */
-  readonly disk?: "image" | undefined;
+  readonly disk?: "image" | "fuse" | undefined;
   /** Limits (absent in records written before limits existed: the defaults apply). */
   readonly resources?: LocalResources | undefined;
 }
@@ -142,12 +144,18 @@ export async function createSandboxDirectories(
 ): Promise<void> {
   await mkdir(paths.dir, { recursive: false, mode: 0o700 });
   await ensureSandboxDirectories(paths, owner);
-  if (record.disk === "image") {
-    if (disk?.kind !== "image")
+  if (record.disk !== undefined) {
+    if (disk?.kind !== record.disk)
       throw localError("Provider", "a disk image was asked for where none can be made");
     await attachDisk(disk, paths, record.resources?.diskMB ?? DEFAULT_DISK_MB, owner);
   }
-  await writeRecord(paths, record);
+  try {
+    await writeRecord(paths, record);
+  } catch (error) {
+    // No mount (nor, unprivileged, its daemon) outlives a create that failed.
+    if (record.disk !== undefined) await unmountBelow(paths.dir).catch(() => {});
+    throw error;
+  }
 }
 
 /** Writes the record atomically. */

@@ -26,7 +26,7 @@ export type Mode = (typeof MODES)[number];
 
 /**
  * Removes a test's directory: first whatever is mounted below it (as root, state roots are private mounts of
- * themselves and sandboxes have disk images), deepest first, then its files.
+ * themselves and sandboxes have disk images; unprivileged, FUSE disk images), deepest first, then its files.
  */
 export function removeTestDir(dir: string): void {
   const points = readFileSync("/proc/self/mountinfo", "utf8")
@@ -34,8 +34,17 @@ export function removeTestDir(dir: string): void {
     .map((line) => (line.split(" ")[4] ?? "").replace(/\\040/g, " "))
     .filter((point) => point === dir || point.startsWith(`${dir}/`))
     .sort((a, b) => b.length - a.length);
+  // Unprivileged, what is mounted there is a sandbox's FUSE disk: fusermount3 takes it down.
+  const [umount, lazy] =
+    process.getuid?.() === 0
+      ? [["umount"], ["umount", "-l"]]
+      : [
+          ["fusermount3", "-u"],
+          ["fusermount3", "-uz"],
+        ];
   for (const point of points) {
-    if (spawnSync("umount", [point]).status !== 0) spawnSync("umount", ["-l", point]);
+    if (spawnSync(umount[0]!, [...umount.slice(1), point]).status !== 0)
+      spawnSync(lazy[0]!, [...lazy.slice(1), point]);
   }
   rmSync(dir, { recursive: true, force: true });
 }

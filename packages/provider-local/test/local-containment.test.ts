@@ -5,15 +5,51 @@
  * attack when it is not: a test machine must never be the victim.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+} from "node:fs";
 import type { DriverSandbox } from "@sbox/core/spec";
 import { SandboxError } from "@sbox/core/spec";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalSandboxHandle, local } from "../src/index.js";
-import { type AnyLocalProvider, call, destroyAll, eventually, run, tempStateRoot } from "./helpers.js";
+import {
+  type AnyLocalProvider,
+  call,
+  destroyAll,
+  eventually,
+  run,
+  tempOutsideTmp,
+  tempStateRoot,
+} from "./helpers.js";
 
 const state = tempStateRoot("containment");
 afterAll(() => state.cleanup());
+
+const isRoot = process.getuid?.() === 0;
+/**
+ * Whether an unprivileged run has what a disk image needs there (fuse2fs, fusermount3, /dev/fuse open):
+ * scripts/setup-test-machine.sh installs them, so CI's unprivileged pass tests the total limit.
+ */
+const hasFuseDisk =
+  !isRoot &&
+  ["/usr/bin/fuse2fs", "/usr/sbin/fuse2fs", "/sbin/fuse2fs"].some((path) => existsSync(path)) &&
+  ["/usr/bin/fusermount3", "/bin/fusermount3"].some((path) => existsSync(path)) &&
+  (() => {
+    try {
+      accessSync("/dev/fuse", constants.R_OK | constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 interface Limits {
   mechanism: string;
@@ -175,16 +211,18 @@ describe("containment (bubblewrap, default limits)", () => {
   }, 120_000);
 
   it("a 2 GB write stops at the size limit, and the sandbox works on", async () => {
-    const isRoot = process.getuid?.() === 0;
     expect(limits.diskMB, "a default size limit below 2 GB").toBeLessThan(2048);
     const inside = await limitsInside(provider, sandbox);
     expect(inside.fileSize, "RLIMIT_FSIZE inside the sandbox").toBe(limits.diskMB * 1024 * 1024);
     const capBytes = limits.diskMB * 1024 * 1024;
     let script: string;
-    if (isRoot) {
-      // As root the default is a total limit: the three directories are one file system of at most diskMB
-      // (the sandbox's own image), checked before anything is written.
+    const total = isRoot || hasFuseDisk;
+    if (total) {
+      // As root (a loop-mounted image) and unprivileged with fuse2fs (the same image through FUSE) the default
+      // is a total limit: the three directories are one file system of at most diskMB (the sandbox's own
+      // image), checked before anything is written.
       expect(limits.enforced.disk).toContain("together");
+      expect(limits.enforced.disk).toContain(isRoot ? "loop-mounted" : "fuse2fs");
       const df = await run(
         provider,
         sandbox,
@@ -201,8 +239,8 @@ describe("containment (bubblewrap, default limits)", () => {
         "du -sk /workspace /tmp /home/user | awk '{ s += $1 } END { print s * 1024 }'",
       ].join("\n");
     } else {
-      // Unprivileged no image can be mounted: each file is limited (RLIMIT_FSIZE, checked above), one 2 GB
-      // file stops at it.
+      // Unprivileged without fuse2fs no image can be mounted: each file is limited (RLIMIT_FSIZE, checked
+      // above), one 2 GB file stops at it.
       expect(limits.enforced.disk).toContain("not their total");
       script = "head -c 2147483648 /dev/zero > /workspace/big1 || echo failed; stat -c %s /workspace/big1";
     }
@@ -210,7 +248,7 @@ describe("containment (bubblewrap, default limits)", () => {
       const result = await run(provider, sandbox, script, { signal: AbortSignal.timeout(150_000) });
       const lines = result.stdout.trim().split("\n");
       expect(lines, "a write failed").toContain("failed");
-      expect(result.stderr).toMatch(isRoot ? /No space left on device/ : /File too large|File size limit/);
+      expect(result.stderr).toMatch(total ? /No space left on device/ : /File too large|File size limit/);
       expect(Number(lines.at(-1)), "what the sandbox holds, in bytes").toBeLessThanOrEqual(capBytes);
       const shm = await run(
         provider,
@@ -246,14 +284,15 @@ describe("containment (bubblewrap, default limits)", () => {
 });
 
 describe("the total size of a sandbox's directories (bubblewrap)", () => {
-  const isRoot = process.getuid?.() === 0;
   const DISK_MB = 48;
+  /** As root a loop-mounted image, unprivileged one mounted with fuse2fs where it is installed. */
+  const hasImage = isRoot || hasFuseDisk;
   let provider: AnyLocalProvider;
   let sandbox: DriverSandbox<LocalSandboxHandle>;
   let limits: Limits & { enforced: { disk: string } };
 
   beforeAll(async () => {
-    // The default configuration: as root a disk image is the default, unprivileged none can be made.
+    // The default configuration: a disk image wherever one can be made.
     provider = local({ root: `${state.home}/disk`, isolation: "bwrap" });
     sandbox = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
     limits = ((await provider.doGetInfo(sandbox, call())).raw as { limits: typeof limits }).limits;
@@ -268,17 +307,32 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
       .split("\n")
       .map((line) => line.split(" ")[4] ?? "")
       .filter((point) => point === dir || point.startsWith(`${dir}/`));
+  /** What a sandbox with a disk has mounted below its directory: as root the image and three binds. */
+  const diskMounts = (dir: string) =>
+    isRoot ? [`${dir}/disk`, `${dir}/home`, `${dir}/tmp`, `${dir}/workspace`].sort() : [`${dir}/disk`];
+  /** Live fuse2fs processes working in `dir` or below (a daemon's cwd is its sandbox's directory). */
+  const fuseDaemonsBelow = (dir: string) =>
+    readdirSync("/proc")
+      .filter((name) => /^\d+$/.test(name))
+      .filter((pid) => {
+        try {
+          const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+          if (!stat.includes("(fuse2fs)") || /\) [ZX] /.test(stat)) return false;
+          const cwd = readlinkSync(`/proc/${pid}/cwd`);
+          return cwd === dir || cwd.startsWith(`${dir}/`);
+        } catch {
+          return false;
+        }
+      });
 
-  it.skipIf(!isRoot)(
-    "as root: writing past the cap in many files fails with ENOSPC inside, and the host keeps only the image",
+  it.skipIf(!hasImage)(
+    "writing past the cap in many files fails with ENOSPC inside, the host keeps only the image, and other sandboxes work on",
     async () => {
       // The limit is in force before anything is written: the three directories are one file system of
       // about DISK_MB, mounted from the sandbox's own image (else the test stops here, having written nothing).
       expect(limits.enforced.disk).toContain("together");
       const dir = sandbox.native.dir;
-      expect(mountsBelow(dir).sort()).toEqual(
-        [`${dir}/disk`, `${dir}/home`, `${dir}/tmp`, `${dir}/workspace`].sort(),
-      );
+      expect(mountsBelow(dir).sort()).toEqual(diskMounts(dir));
       const df = await run(
         provider,
         sandbox,
@@ -290,6 +344,7 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
       expect(blocks! * blockSize!).toBeGreaterThan(DISK_MB * 0.8 * 1024 * 1024);
       expect(new Set([lines[1], lines[3], lines[5]]).size, "one device behind all three").toBe(1);
       expect(lines[0]).toBe(lines[2]);
+      const neighbour = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
 
       // 3 MB files (each far below the per-file limit) in all three directories, twice the cap in total.
       const script = [
@@ -309,13 +364,20 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
       // On the host, the sandbox's writes are the image's blocks: at most its size.
       const image = statSync(`${dir}/disk.img`);
       expect(image.blocks * 512).toBeLessThanOrEqual(DISK_MB * 1024 * 1024);
-      expect(mountsBelow(dir)).toHaveLength(4);
+      expect(mountsBelow(dir).sort()).toEqual(diskMounts(dir));
+
+      // The full sandbox hurts only itself: another one writes, and the host's file API still serves both.
+      const other = await run(provider, neighbour, "head -c 3000000 /dev/zero > /workspace/f && echo ok");
+      expect(other.stdout).toBe("ok\n");
+      const full = provider.doWriteFile!(sandbox, "/workspace/host-write", new Uint8Array(4_000_000), call());
+      await expect(full).rejects.toBeInstanceOf(SandboxError);
+      await provider.doDestroy(neighbour, call());
 
       // Space comes back when the sandbox removes files, and it works on.
       const freed = await run(
         provider,
         sandbox,
-        "rm -f /workspace/f* /tmp/f* /home/user/f*; echo ok > /workspace/after; cat /workspace/after",
+        "rm -f /workspace/f* /tmp/f* /home/user/f* /workspace/host-write; echo ok > /workspace/after; cat /workspace/after",
       );
       expect(freed.stdout).toBe("ok\n");
     },
@@ -344,6 +406,153 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
     },
   );
 
+  it.skipIf(!hasFuseDisk)(
+    "unprivileged: stop takes the disk and its fuse2fs down, start brings both back with the files, destroy leaves neither",
+    async () => {
+      const other = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+      const dir = other.native.dir;
+      expect(mountsBelow(dir)).toEqual([`${dir}/disk`]);
+      expect(fuseDaemonsBelow(dir)).toHaveLength(1);
+      await run(
+        provider,
+        other,
+        "echo kept > /workspace/kept; echo also > /home/user/kept; echo t > /tmp/kept",
+      );
+      await provider.doStop!(other, call());
+      expect(mountsBelow(dir)).toEqual([]);
+      expect(fuseDaemonsBelow(dir)).toEqual([]);
+      // Listing and reading the state of a stopped sandbox mount nothing.
+      for await (const _ of provider.doList!({}, call()));
+      expect((await provider.doGetInfo(other, call())).state).toBe("stopped");
+      expect(mountsBelow(dir)).toEqual([]);
+      await provider.doResume!(other, call());
+      expect((await run(provider, other, "cat /workspace/kept /home/user/kept /tmp/kept")).stdout).toBe(
+        "kept\nalso\nt\n",
+      );
+      expect(mountsBelow(dir)).toEqual([`${dir}/disk`]);
+      expect(fuseDaemonsBelow(dir)).toHaveLength(1);
+      // The files of a stopped sandbox can still be read (its disk is mounted for that).
+      await provider.doStop!(other, call());
+      const read = await provider.doReadFile!(other, "/workspace/kept", call());
+      expect(Buffer.from(read as Uint8Array).toString()).toBe("kept\n");
+      await provider.doDestroy(other, call());
+      expect(mountsBelow(dir)).toEqual([]);
+      expect(fuseDaemonsBelow(state.home)).toHaveLength(fuseDaemonsBelow(sandbox.native.dir).length);
+      expect(existsSync(dir)).toBe(false);
+    },
+    120_000,
+  );
+
+  it.skipIf(!hasFuseDisk)(
+    "unprivileged: a stop while the host holds a file of the disk open still ends its daemon, and keeps the files",
+    async () => {
+      const busy = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+      const dir = busy.native.dir;
+      await run(provider, busy, "echo kept > /workspace/kept");
+      // An open descriptor on the mount makes its unmount busy: it is detached lazily, and the daemon, still
+      // serving that descriptor, is asked to end after a grace time.
+      const fd = openSync(`${busy.native.workspace}/kept`, "r");
+      try {
+        await provider.doStop!(busy, call());
+        expect(mountsBelow(dir)).toEqual([]);
+        expect(fuseDaemonsBelow(dir)).toEqual([]);
+      } finally {
+        closeSync(fd);
+      }
+      await provider.doResume!(busy, call());
+      expect((await run(provider, busy, "cat /workspace/kept")).stdout).toBe("kept\n");
+      await provider.doDestroy(busy, call());
+      expect(mountsBelow(dir)).toEqual([]);
+      expect(fuseDaemonsBelow(dir)).toEqual([]);
+    },
+    120_000,
+  );
+
+  it.skipIf(!hasFuseDisk)(
+    "unprivileged: a killed fuse2fs or holder leaves no mount and no daemon behind its destroy",
+    async () => {
+      const crashed = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+      const dir = crashed.native.dir;
+      await run(provider, crashed, "echo x > /workspace/x");
+      const [daemon] = fuseDaemonsBelow(dir);
+      expect(daemon).toBeDefined();
+      process.kill(Number(daemon), "SIGKILL");
+      expect(await eventually(async () => fuseDaemonsBelow(dir).length === 0, 5_000)).toBe(true);
+      // Its mount is stale now (ENOTCONN): still listed, until the destroy takes it.
+      expect(mountsBelow(dir)).toEqual([`${dir}/disk`]);
+      await provider.doDestroy(crashed, call());
+      expect(mountsBelow(dir)).toEqual([]);
+      expect(existsSync(dir)).toBe(false);
+
+      const orphan = await provider.doCreate({ resources: { diskMB: DISK_MB } }, call());
+      const orphanDir = orphan.native.dir;
+      await run(provider, orphan, "echo x > /workspace/x");
+      const holder = JSON.parse(readFileSync(`${orphanDir}/holder.json`, "utf8")) as {
+        init: { pid: number };
+      };
+      process.kill(holder.init.pid, "SIGKILL");
+      await provider.doDestroy(orphan, call());
+      expect(mountsBelow(orphanDir)).toEqual([]);
+      expect(fuseDaemonsBelow(state.home)).toHaveLength(fuseDaemonsBelow(sandbox.native.dir).length);
+      expect(existsSync(orphanDir)).toBe(false);
+    },
+    120_000,
+  );
+
+  it.skipIf(!hasFuseDisk)(
+    "unprivileged: the sandbox sees neither the daemon nor the image, and symlinks it plants keep host-side calls inside",
+    async () => {
+      const dir = sandbox.native.dir;
+      const seen = await run(
+        provider,
+        sandbox,
+        "cat /proc/[0-9]*/comm 2>/dev/null | sort -u; echo ---; cat /proc/self/mountinfo",
+      );
+      const [names, mountinfo] = seen.stdout.split("---\n");
+      expect(names).not.toContain("fuse2fs");
+      // The image's mounts name it `disk.img`, not by its host path.
+      const fuseMounts = mountinfo!.split("\n").filter((line) => line.includes(" - fuse"));
+      expect(fuseMounts).toHaveLength(3);
+      for (const line of fuseMounts) expect(line).not.toContain(dir);
+      expect((await run(provider, sandbox, `ls ${dir}/disk.img 2>&1 || echo absent`)).stdout).toContain(
+        "absent",
+      );
+      // Symlinks to the host directory of the sandbox (its image included) and to a host directory the test
+      // made (outside /tmp, which inside is the sandbox's own): the host's calls resolve them as the sandbox
+      // would, and never reach either host directory.
+      const { dir: outside, cleanup } = tempOutsideTmp("fuse-outside");
+      const image = statSync(`${dir}/disk.img`);
+      try {
+        await run(
+          provider,
+          sandbox,
+          `ln -s ${dir} /workspace/to-dir; ln -s ${outside} /workspace/to-outside`,
+        );
+        await expect(
+          provider.doWriteFile!(
+            sandbox,
+            "/workspace/to-outside/planted",
+            new TextEncoder().encode("x"),
+            call(),
+          ),
+        ).rejects.toBeInstanceOf(SandboxError);
+        // The state root is under the host's /tmp here: inside, that path is in the sandbox's own /tmp.
+        await provider.doWriteFile!(
+          sandbox,
+          "/workspace/to-dir/disk.img",
+          new TextEncoder().encode("x"),
+          call(),
+        ).catch(() => undefined);
+        expect(readdirSync(outside)).toEqual([]);
+        const after = statSync(`${dir}/disk.img`);
+        expect([after.size, after.ino]).toEqual([image.size, image.ino]);
+      } finally {
+        await run(provider, sandbox, `rm -rf /workspace/to-dir /workspace/to-outside ${dir}`);
+        cleanup();
+      }
+    },
+  );
+
   it("diskImage: false: each file is limited, and getInfo says the total is not, and why", async () => {
     const plain = local({ root: `${state.home}/disk`, isolation: "bwrap", diskImage: false });
     const unlimited = await plain.doCreate({ resources: { diskMB: DISK_MB } }, call());
@@ -354,17 +563,20 @@ describe("the total size of a sandbox's directories (bubblewrap)", () => {
     await plain.doDestroy(unlimited, call());
   });
 
-  it.skipIf(isRoot)("unprivileged: diskImage is refused with the reason, not ignored", async () => {
-    const asked = local({ root: `${state.home}/disk-asked`, isolation: "bwrap", diskImage: true });
-    await expect(asked.doCreate({}, call())).rejects.toMatchObject({
-      code: "NotSupported",
-      message: expect.stringContaining("needs root"),
-    });
-    // The default there: no total limit, said in getInfo with the reason.
-    expect(limits.enforced.disk).toContain("not their total");
-    expect(limits.enforced.disk).toContain("needs root");
-    const inside = await limitsInside(provider, sandbox);
-    expect(inside.fileSize, "RLIMIT_FSIZE inside the sandbox").toBe(DISK_MB * 1024 * 1024);
-    expect(mountsBelow(sandbox.native.dir)).toEqual([]);
-  });
+  it.skipIf(isRoot || hasFuseDisk)(
+    "unprivileged without fuse2fs: diskImage is refused with the reason, not ignored",
+    async () => {
+      const asked = local({ root: `${state.home}/disk-asked`, isolation: "bwrap", diskImage: true });
+      await expect(asked.doCreate({}, call())).rejects.toMatchObject({
+        code: "NotSupported",
+        message: expect.stringContaining("fuse2fs"),
+      });
+      // The default there: no total limit, said in getInfo with the reason and what to install.
+      expect(limits.enforced.disk).toContain("not their total");
+      expect(limits.enforced.disk).toContain("apt-get install fuse2fs fuse3");
+      const inside = await limitsInside(provider, sandbox);
+      expect(inside.fileSize, "RLIMIT_FSIZE inside the sandbox").toBe(DISK_MB * 1024 * 1024);
+      expect(mountsBelow(sandbox.native.dir)).toEqual([]);
+    },
+  );
 });
