@@ -14,7 +14,7 @@ export const daytonaCapabilities = {
   stop: "native",
   pause: "unsupported",
   setTimeout: "unsupported",
-  streaming: "emulated",
+  streaming: "native",
   background: "emulated",
   killProcess: "emulated",
   stdin: "emulated",

@@ -10,8 +10,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AnyCapabilities, ExecResult, Sandbox } from "@sbox/core";
+import type { AnyCapabilities, Sandbox } from "@sbox/core";
+import type { EmulatorBackend } from "../backend.js";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
+import { runInMachine } from "../machine-exec.js";
 import { daytonaErrorBody } from "./daytona-control-plane.js";
 import { bulkDownload, bulkUpload, downloadOne, setPermissions } from "./daytona-files.js";
 import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
@@ -36,10 +38,51 @@ export interface SessionCommand {
   /** stdout and stderr as they interleaved. */
   output: string;
   done: Promise<void>;
-  /** Ends the command and its process tree (SIGTERM, then SIGKILL after a grace period). */
+  /** Ends the command and its process tree. */
   kill: () => Promise<void>;
-  /** Who follows the command's output as it comes (the logs WebSocket). */
-  readonly followers: Set<(stream: "stdout" | "stderr", chunk: string) => void>;
+  /**
+   * The command's log as Daytona's daemon writes it (`output.log`): every line of stdout after `01 01 01`,
+   * every line of stderr after `02 02 02`, in the order the lines were completed. What the logs socket sends.
+   */
+  readonly log: Buffer[];
+  /** Who follows the log as it grows (the logs WebSocket), given each labelled line as it is appended. */
+  readonly followers: Set<(labelled: Buffer) => void>;
+}
+
+/** The daemon's stdout label (`log.STDOUT_PREFIX`, the SDK's `STDOUT_PREFIX_BYTES`). */
+export const DAYTONA_STDOUT_PREFIX: Buffer = Buffer.from([0x01, 0x01, 0x01]);
+/** The daemon's stderr label (`log.STDERR_PREFIX`, the SDK's `STDERR_PREFIX_BYTES`). */
+export const DAYTONA_STDERR_PREFIX: Buffer = Buffer.from([0x02, 0x02, 0x02]);
+
+/**
+ * The daemon's labellers (`cmdWrapperFormat` in `apps/daemon/pkg/session/execute.go`): each stream is read
+ * line by line (`while IFS= read -r line`) and every line appended to the log behind its label, so a line
+ * reaches the log, and its followers, once it is complete. A last line without a newline is appended when
+ * the command ends. (The daemon's `printf '%s%s\n'` then adds a newline to it, and its `read` drops NUL
+ * bytes; the emulator keeps the bytes as the command printed them, so exact output stays comparable.)
+ */
+function labeller(command: SessionCommand, prefix: Buffer): { write(chunk: Uint8Array): void; end(): void } {
+  let partial: Buffer = Buffer.alloc(0);
+  const append = (line: Buffer) => {
+    const labelled = Buffer.concat([prefix, line]);
+    command.log.push(labelled);
+    for (const follow of command.followers) follow(labelled);
+  };
+  return {
+    write(chunk) {
+      partial = Buffer.concat([partial, chunk]);
+      let newline = partial.indexOf(0x0a);
+      while (newline !== -1) {
+        append(partial.subarray(0, newline + 1));
+        partial = partial.subarray(newline + 1);
+        newline = partial.indexOf(0x0a);
+      }
+    },
+    end() {
+      if (partial.length > 0) append(partial);
+      partial = Buffer.alloc(0);
+    },
+  };
 }
 
 /** A session: its commands, in order. */
@@ -70,6 +113,7 @@ export class DaytonaSessions {
 
 /** What the toolbox routes need. */
 export interface DaytonaToolboxContext {
+  readonly backend: EmulatorBackend;
   readonly fleet: DaytonaFleet;
   readonly sessions: DaytonaSessions;
   readonly ptys: DaytonaPtys;
@@ -91,29 +135,56 @@ function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
   return record.sandbox;
 }
 
-function runCommand(sandbox: Sandbox<AnyCapabilities>, command: SessionCommand): void {
-  const handle = sandbox.commands.run(command.command, {
+/**
+ * Runs a session command in the sandbox's backend sandbox, byte-exact (`runInMachine`): the log gets the
+ * bytes as printed, the text fields of the JSON answers their UTF-8 decoding. Ending it aborts the run,
+ * which kills its process tree.
+ */
+function runCommand(backend: EmulatorBackend, sandbox: Sandbox<AnyCapabilities>, command: SessionCommand): void {
+  const stdout = labeller(command, DAYTONA_STDOUT_PREFIX);
+  const stderr = labeller(command, DAYTONA_STDERR_PREFIX);
+  const stdoutText = new TextDecoder();
+  const stderrText = new TextDecoder();
+  const text = (stream: "stdout" | "stderr", piece: string) => {
+    command[stream] += piece;
+    command.output += piece;
+  };
+  const abort = new AbortController();
+  const run = runInMachine(backend, sandbox, {
+    argv: ["sh", "-c", command.command],
+    signal: abort.signal,
     onStdout: (chunk) => {
-      command.stdout += chunk;
-      command.output += chunk;
-      for (const follow of command.followers) follow("stdout", chunk);
+      text("stdout", stdoutText.decode(chunk, { stream: true }));
+      stdout.write(chunk);
     },
     onStderr: (chunk) => {
-      command.stderr += chunk;
-      command.output += chunk;
-      for (const follow of command.followers) follow("stderr", chunk);
+      text("stderr", stderrText.decode(chunk, { stream: true }));
+      stderr.write(chunk);
     },
   });
-  command.kill = () => handle.kill().catch(() => undefined);
-  command.done = Promise.resolve(handle).then(
-    (result: ExecResult) => {
-      command.exitCode = result.exitCode;
+  // As the daemon does, the exit code is recorded only once the labellers flushed everything to the log.
+  command.done = run.then(
+    (exit) => {
+      text("stdout", stdoutText.decode());
+      text("stderr", stderrText.decode());
+      stdout.end();
+      stderr.end();
+      command.exitCode = exit.exitCode;
     },
     (error: unknown) => {
-      command.stderr += `${error instanceof Error ? error.message : String(error)}\n`;
+      const message = Buffer.from(`${error instanceof Error ? error.message : String(error)}\n`, "utf8");
+      text("stdout", stdoutText.decode());
+      text("stderr", `${stderrText.decode()}${message.toString("utf8")}`);
+      stdout.end();
+      stderr.write(message);
+      stderr.end();
       command.exitCode = 1;
     },
   );
+  command.kill = async () => {
+    abort.abort(new Error("the session was deleted"));
+    await command.done;
+  };
 }
 
 /** Answers one toolbox request; `url.pathname` is `/toolbox/<sandbox id>/<route>`. */
@@ -301,10 +372,11 @@ export async function serveDaytonaToolbox(
           output: "",
           done: Promise.resolve(),
           kill: () => Promise.resolve(),
+          log: [],
           followers: new Set(),
         };
         session.commands.push(command);
-        runCommand(sandbox, command);
+        runCommand(context.backend, sandbox, command);
         if (body.runAsync === true || body.async === true) return send({ cmdId: command.id }, 202);
         await command.done;
         return send({

@@ -16,7 +16,7 @@ import type { EmulatorBackend } from "../backend.js";
 import type { EmulatorClock, EmulatorTimer } from "../clock.js";
 import { ContainerLog } from "./kubernetes-container-log.js";
 import type { EventRecorder } from "./kubernetes-events.js";
-import { runInMachine } from "./kubernetes-machine-exec.js";
+import { runInMachine } from "../machine-exec.js";
 import { containerExitCode, type KubeObject, signalNumber, timestamp } from "./kubernetes-objects.js";
 import {
   type ContainerSpec,
