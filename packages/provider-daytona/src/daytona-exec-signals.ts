@@ -5,16 +5,16 @@ import type { ResolvedDaytonaOptions } from "./daytona-options.js";
 import { bounded } from "./daytona-sdk.js";
 
 /**
- * The supervisor a streamed command runs under (`sh -c SUPERVISOR <pid file> <command line>`). Daytona
- * reports no pid for a session command, and its daemon runs the command inside the session's own shell
- * (`. cmd.sh`), where `exit` would end the session; so the command runs in a child shell, with stdin at
- * EOF (an async session command's stdin is otherwise a pipe held open for `sendInput`), and this shell
- * writes its own pid first, so the command's tree can be found and signalled: the supervisor's children
- * and theirs. It is never signalled itself, waits for the command and exits with its status (128 + n for
- * a signal), then removes the pid file.
+ * The supervisor a streamed command runs under (`sh -c SUPERVISOR <pid file> <argv…>`). Daytona reports no
+ * pid for a session command, and its daemon runs the command inside the session's own shell (`. cmd.sh`),
+ * where `exit` would end the session; so the command runs as a child of this shell, with stdin at EOF (an
+ * async session command's stdin is otherwise a pipe held open for `sendInput`), and this shell writes its
+ * own pid first, so the command's tree can be found and signalled: the supervisor's children and theirs.
+ * The command is its argv itself (a shell snippet is `sh -c <snippet>`), with no shell of ours in between
+ * that a signal could end in its place. The supervisor is never signalled itself: it waits for the command,
+ * removes the pid file and exits with the command's status (128 + n for a signal).
  */
-// biome-ignore lint/suspicious/noTemplateCurlyInString: shell syntax, not a template
-const SUPERVISOR = 'printf "%s\\n" "$$" > "$0" || exit 125; sh -c "$1" < /dev/null; s=$?; rm -f "$0"; exit "$s"';
+const SUPERVISOR = 'printf "%s\\n" "$$" > "$0" || exit 125; "$@" < /dev/null; s=$?; rm -f "$0"; exit "$s"';
 
 /**
  * Signals the tree of the supervisor whose pid file is "$2" with signal "$1" (a name without `SIG`), the
@@ -63,9 +63,9 @@ export function pidFileOf(execId: string): string {
   return `/tmp/.sbox-daytona-exec-${execId}.pid`;
 }
 
-/** The session command line of a streamed command: `commandLine` under the supervisor. */
-export function supervisedCommandLine(commandLine: string, pidFile: string): string {
-  return shellQuoteArgv(["sh", "-c", SUPERVISOR, pidFile, commandLine]);
+/** The session command line of a streamed command: its argv under the supervisor. */
+export function supervisedCommandLine(argv: readonly string[], pidFile: string): string {
+  return shellQuoteArgv(["sh", "-c", SUPERVISOR, pidFile, ...argv]);
 }
 
 /** `kill -<NAME>` takes a known signal name without its `SIG` prefix; anything else is refused. */

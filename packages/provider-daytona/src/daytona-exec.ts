@@ -27,6 +27,15 @@ export function commandLineOf(command: DriverExecRequest["command"]): string {
   return shellQuoteArgv(command.argv);
 }
 
+/** The argv a streamed command runs as: a shell snippet is `sh -c <snippet>`; an empty argv is refused. */
+function argvOf(command: DriverExecRequest["command"]): string[] {
+  if ("shell" in command) return ["sh", "-c", command.shell];
+  if (command.argv.length === 0) {
+    throw new SandboxError("Validation", "exec needs a non-empty argv", { provider: DAYTONA_PROVIDER_NAME });
+  }
+  return [...command.argv];
+}
+
 /** What neither exec path takes: a user (Daytona runs as the sandbox's), cwd, env or stdin (the core's). */
 function checkExecRequest(request: DriverExecRequest): void {
   if (request.user !== undefined) {
@@ -154,7 +163,7 @@ export async function daytonaExecStream(
   request: DriverExecRequest & DriverOutputCallbacks,
 ): Promise<DriverExit> {
   checkExecRequest(request);
-  const line = commandLineOf(request.command);
+  const argv = argvOf(request.command);
   const process = handle.native.process;
   const execId = randomBytes(8).toString("hex");
   const sessionId = `sbox-${execId}`;
@@ -166,7 +175,7 @@ export async function daytonaExecStream(
   try {
     const answer = await bounded(
       process.executeSessionCommand(sessionId, {
-        command: supervisedCommandLine(line, pidFile),
+        command: supervisedCommandLine(argv, pidFile),
         runAsync: true,
       }),
       request.signal,
