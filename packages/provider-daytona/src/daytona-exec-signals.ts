@@ -27,7 +27,7 @@ const SUPERVISOR = 'printf "%s\\n" "$$" > "$0" || exit 125; "$@" < /dev/null; s=
  */
 const SIGNAL_TREE_SCRIPT: string = [
   // biome-ignore-start lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not templates
-  'sig=$1; pidfile=$2; tries=0',
+  "sig=$1; pidfile=$2; tries=0",
   'while [ ! -s "$pidfile" ]; do',
   "  tries=$((tries + 1)); [ $tries -gt 100 ] && exit 0; sleep 0.05",
   "done",

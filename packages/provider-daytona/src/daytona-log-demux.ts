@@ -57,7 +57,11 @@ export class DaytonaLogDemux {
     // Every position with a whole marker's length after it is decided here.
     while (at <= bytes.length - MARKER_LENGTH) {
       const byte = bytes[at];
-      if ((byte === STDOUT_BYTE || byte === STDERR_BYTE) && bytes[at + 1] === byte && bytes[at + 2] === byte) {
+      if (
+        (byte === STDOUT_BYTE || byte === STDERR_BYTE) &&
+        bytes[at + 1] === byte &&
+        bytes[at + 2] === byte
+      ) {
         this.emit(bytes.subarray(from, at));
         this.stream = byte === STDOUT_BYTE ? "stdout" : "stderr";
         at += MARKER_LENGTH;

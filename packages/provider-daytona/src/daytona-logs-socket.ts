@@ -39,9 +39,13 @@ export function logsSocketTarget(
   const base = config?.basePath;
   const headers = config?.baseOptions?.headers;
   if (typeof base !== "string" || typeof headers !== "object" || headers === null) {
-    throw new SandboxError("Provider", "daytona: the SDK's toolbox configuration is not where 0.218.0 has it", {
-      provider: DAYTONA_PROVIDER_NAME,
-    });
+    throw new SandboxError(
+      "Provider",
+      "daytona: the SDK's toolbox configuration is not where 0.218.0 has it",
+      {
+        provider: DAYTONA_PROVIDER_NAME,
+      },
+    );
   }
   const strings: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) if (typeof value === "string") strings[name] = value;
@@ -88,13 +92,19 @@ export async function followDaytonaLogs(request: FollowLogsRequest): Promise<voi
     onStdout: (chunk) => request.output.onStdout(chunk),
     onStderr: (chunk) => request.output.onStderr(chunk),
   });
-  const ws: WebSocket = new Socket(request.url, { headers: { ...request.headers }, perMessageDeflate: false });
+  const ws: WebSocket = new Socket(request.url, {
+    headers: { ...request.headers },
+    perMessageDeflate: false,
+  });
   await new Promise<void>((resolve, reject) => {
     let settled = false;
     let answered = true;
     let liveness: ReturnType<typeof setInterval> | undefined;
     const connectTimer = setTimeout(
-      () => fail(socketError(`the logs socket did not open within ${request.deadlineMs} ms`, { code: "Timeout" })),
+      () =>
+        fail(
+          socketError(`the logs socket did not open within ${request.deadlineMs} ms`, { code: "Timeout" }),
+        ),
       request.deadlineMs,
     );
     const finish = (error?: unknown) => {
@@ -127,7 +137,11 @@ export async function followDaytonaLogs(request: FollowLogsRequest): Promise<voi
         } catch {
           // not JSON: the text as it came
         }
-        fail(socketError(`the logs socket was refused with ${status}${message ? `: ${message}` : ""}`, { status }));
+        fail(
+          socketError(`the logs socket was refused with ${status}${message ? `: ${message}` : ""}`, {
+            status,
+          }),
+        );
       });
       res.on("error", () => fail(socketError(`the logs socket was refused with ${status}`, { status })));
     });
@@ -136,7 +150,11 @@ export async function followDaytonaLogs(request: FollowLogsRequest): Promise<voi
       // A daemon or proxy that went silent is found by its unanswered pings, not waited on forever.
       liveness = setInterval(() => {
         if (!answered) {
-          fail(socketError(`the logs socket answered no ping within ${request.deadlineMs} ms`, { code: "Timeout" }));
+          fail(
+            socketError(`the logs socket answered no ping within ${request.deadlineMs} ms`, {
+              code: "Timeout",
+            }),
+          );
           return;
         }
         answered = false;
@@ -169,7 +187,11 @@ export async function followDaytonaLogs(request: FollowLogsRequest): Promise<voi
         finish();
         return;
       }
-      finish(socketError(`the logs socket closed before the command ended (close code ${code})`, { retryable: true }));
+      finish(
+        socketError(`the logs socket closed before the command ended (close code ${code})`, {
+          retryable: true,
+        }),
+      );
     });
   });
 }

@@ -126,6 +126,9 @@ describe("DaytonaLogDemux", () => {
     demux.push(frame);
     frame.fill(0);
     demux.push(Uint8Array.of(0x63));
-    expect(kept.map((c) => [...c])).toEqual([[0x61, 0x62], [1, 0x63]]);
+    expect(kept.map((c) => [...c])).toEqual([
+      [0x61, 0x62],
+      [1, 0x63],
+    ]);
   });
 });

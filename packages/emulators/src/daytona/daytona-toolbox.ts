@@ -140,7 +140,11 @@ function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
  * bytes as printed, the text fields of the JSON answers their UTF-8 decoding. Ending it aborts the run,
  * which kills its process tree.
  */
-function runCommand(backend: EmulatorBackend, sandbox: Sandbox<AnyCapabilities>, command: SessionCommand): void {
+function runCommand(
+  backend: EmulatorBackend,
+  sandbox: Sandbox<AnyCapabilities>,
+  command: SessionCommand,
+): void {
   const stdout = labeller(command, DAYTONA_STDOUT_PREFIX);
   const stderr = labeller(command, DAYTONA_STDERR_PREFIX);
   const stdoutText = new TextDecoder();
