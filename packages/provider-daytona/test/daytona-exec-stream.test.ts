@@ -10,6 +10,7 @@ import { createSandboxClient, type Sandbox } from "@sbox/core";
 import { SandboxError } from "@sbox/core/spec";
 import { startDaytonaEmulator } from "@sbox/emulators/daytona";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { followDaytonaLogs, logsSocketTarget } from "../src/daytona-logs-socket.js";
 import { testEmulatorOptions, testProvider } from "./daytona-test-env.js";
 
 const emulator = await startDaytonaEmulator(testEmulatorOptions({ logFrameBytes: 1 }));
@@ -139,11 +140,48 @@ describe("a command that never ends", () => {
     const outcome = await settled;
     expect(outcome).not.toBe("resolved");
     expect(Date.now() - before).toBeLessThan(10_000);
-    // Nothing open on the emulator's side: dropping every logs socket finds none.
-    expect(await eventually(() => emulator.dropLogSockets() === 0, 5_000)).toBe(true);
+    // Nothing open on the emulator's side: dropping every logs socket (once the close had time to land)
+    // finds none.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(emulator.dropLogSockets()).toBe(0);
     expect(await eventually(async () => (await processesCarrying(marker)).length === 0, 10_000)).toBe(true);
     const sessions = await driverHandle.native.process.listSessions();
     expect(sessions.filter((s) => s.sessionId.startsWith("sbox-"))).toEqual([]);
+  }, 60_000);
+
+  test("an aborted follow closes its socket itself, at once, while the command still runs", async () => {
+    const process = driverHandle.native.process;
+    await process.createSession("sbox-test-follow");
+    try {
+      const { cmdId } = await process.executeSessionCommand("sbox-test-follow", {
+        command: "echo up; sleep 60",
+        runAsync: true,
+      });
+      const abort = new AbortController();
+      let seen = "";
+      const decoder = new TextDecoder();
+      const follow = followDaytonaLogs({
+        ...logsSocketTarget(driverHandle.native, "sbox-test-follow", cmdId),
+        signal: abort.signal,
+        deadlineMs: 15_000,
+        output: {
+          onStdout: (c) => (seen += typeof c === "string" ? c : decoder.decode(c)),
+          onStderr: () => {},
+        },
+      });
+      const settled = follow.then(
+        () => "resolved",
+        (error: unknown) => error,
+      );
+      expect(await eventually(() => seen === "up\n", 20_000)).toBe(true);
+      abort.abort(new Error("given up"));
+      expect(await settled).toMatchObject({ message: "given up" });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(emulator.dropLogSockets()).toBe(0);
+      expect((await process.getSessionCommand("sbox-test-follow", cmdId)).exitCode).toBeUndefined();
+    } finally {
+      await process.deleteSession("sbox-test-follow");
+    }
   }, 60_000);
 });
 
