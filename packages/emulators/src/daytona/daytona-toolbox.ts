@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AnyCapabilities, Sandbox } from "@sbox/core";
+import type { DriverExecControl } from "@sbox/core/spec";
 import type { EmulatorBackend } from "../backend.js";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
 import { runInMachine } from "../machine-exec.js";
@@ -38,7 +39,7 @@ export interface SessionCommand {
   /** stdout and stderr as they interleaved. */
   output: string;
   done: Promise<void>;
-  /** Ends the command and its process tree. */
+  /** Ends the command and its process tree (SIGTERM, then SIGKILL after the grace period). */
   kill: () => Promise<void>;
   /**
    * The command's log as Daytona's daemon writes it (`output.log`): every line of stdout after `01 01 01`,
@@ -135,10 +136,14 @@ function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
   return record.sandbox;
 }
 
+/** How long a deleted session's commands have between SIGTERM and SIGKILL (the daemon's default grace). */
+const SESSION_TERMINATION_GRACE_MS = 5_000;
+
 /**
  * Runs a session command in the sandbox's backend sandbox, byte-exact (`runInMachine`): the log gets the
- * bytes as printed, the text fields of the JSON answers their UTF-8 decoding. Ending it aborts the run,
- * which kills its process tree.
+ * bytes as printed, the text fields of the JSON answers their UTF-8 decoding. Ending it is what the
+ * daemon's session delete does: SIGTERM to its tree, then SIGKILL (aborting the run) once the grace period
+ * passed.
  */
 function runCommand(
   backend: EmulatorBackend,
@@ -154,9 +159,13 @@ function runCommand(
     command.output += piece;
   };
   const abort = new AbortController();
+  let control: DriverExecControl | undefined;
   const run = runInMachine(backend, sandbox, {
     argv: ["sh", "-c", command.command],
     signal: abort.signal,
+    onStarted: (handed) => {
+      control = handed;
+    },
     onStdout: (chunk) => {
       text("stdout", stdoutText.decode(chunk, { stream: true }));
       stdout.write(chunk);
@@ -186,6 +195,17 @@ function runCommand(
     },
   );
   command.kill = async () => {
+    if (control && command.exitCode === undefined) {
+      await control.signal("SIGTERM").catch(() => undefined);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        command.done,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, SESSION_TERMINATION_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     abort.abort(new Error("the session was deleted"));
     await command.done;
   };
