@@ -34,10 +34,6 @@ export interface SessionCommand {
   readonly id: string;
   readonly command: string;
   exitCode: number | undefined;
-  stdout: string;
-  stderr: string;
-  /** stdout and stderr as they interleaved. */
-  output: string;
   done: Promise<void>;
   /** Ends the command and its process tree (SIGTERM, then SIGKILL after the grace period). */
   kill: () => Promise<void>;
@@ -56,16 +52,20 @@ export const DAYTONA_STDOUT_PREFIX: Buffer = Buffer.from([0x01, 0x01, 0x01]);
 export const DAYTONA_STDERR_PREFIX: Buffer = Buffer.from([0x02, 0x02, 0x02]);
 
 /**
- * The daemon's labellers (`cmdWrapperFormat` in `apps/daemon/pkg/session/execute.go`): each stream is read
- * line by line (`while IFS= read -r line`) and every line appended to the log behind its label, so a line
- * reaches the log, and its followers, once it is complete. A last line without a newline is appended when
- * the command ends. (The daemon's `printf '%s%s\n'` then adds a newline to it, and its `read` drops NUL
- * bytes; the emulator keeps the bytes as the command printed them, so exact output stays comparable.)
+ * The daemon's labellers, byte for byte as they behave (`cmdWrapperFormat` in Daytona's
+ * `apps/daemon/pkg/session/wrapper_linux.go`, which `execute.go` writes to the session's shell): each
+ * stream is read by `( while IFS= read -r line || [ -n "$line" ]; do printf '\001\001\001%s\n' "$line";
+ * done < "$sp" ) >> "$log"` (stderr with `\002\002\002`). So, as there:
+ * - a line reaches the log, and its followers, only once it is complete (its newline read);
+ * - NUL bytes are dropped (the shell's `read` cannot hold them in a variable);
+ * - a last line without a newline is appended when the stream ends, WITH a newline (`printf '%s\n'`),
+ *   unless nothing but NULs was left of it (`[ -n "$line" ]` is then false);
+ * - `IFS=` and `-r` keep every other byte as it came (leading blanks, backslashes, invalid UTF-8).
  */
 function labeller(command: SessionCommand, prefix: Buffer): { write(chunk: Uint8Array): void; end(): void } {
   let partial: Buffer = Buffer.alloc(0);
   const append = (line: Buffer) => {
-    const labelled = Buffer.concat([prefix, line]);
+    const labelled = Buffer.concat([prefix, withoutNuls(line), NEWLINE]);
     command.log.push(labelled);
     for (const follow of command.followers) follow(labelled);
   };
@@ -74,15 +74,39 @@ function labeller(command: SessionCommand, prefix: Buffer): { write(chunk: Uint8
       partial = Buffer.concat([partial, chunk]);
       let newline = partial.indexOf(0x0a);
       while (newline !== -1) {
-        append(partial.subarray(0, newline + 1));
+        append(partial.subarray(0, newline));
         partial = partial.subarray(newline + 1);
         newline = partial.indexOf(0x0a);
       }
     },
     end() {
-      if (partial.length > 0) append(partial);
+      if (withoutNuls(partial).length > 0) append(partial);
       partial = Buffer.alloc(0);
     },
+  };
+}
+
+const NEWLINE = Buffer.from([0x0a]);
+
+/** The bytes of `line` a shell's `read` keeps: all but NUL. */
+function withoutNuls(line: Buffer): Buffer {
+  return line.includes(0) ? Buffer.from(line.filter((byte) => byte !== 0)) : line;
+}
+
+/**
+ * What the daemon answers from a command's log (`execute.go`: `output` is the log as it is, labels and
+ * all; `stdout` and `stderr` its `DemuxLogBytes`), read as UTF-8 text as the daemon's JSON strings are.
+ */
+function logTexts(command: SessionCommand): { output: string; stdout: string; stderr: string } {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  for (const labelled of command.log) {
+    (labelled.subarray(0, 3).equals(DAYTONA_STDOUT_PREFIX) ? stdout : stderr).push(labelled.subarray(3));
+  }
+  return {
+    output: Buffer.concat(command.log).toString("utf8"),
+    stdout: Buffer.concat(stdout).toString("utf8"),
+    stderr: Buffer.concat(stderr).toString("utf8"),
   };
 }
 
@@ -140,8 +164,9 @@ function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
 const SESSION_TERMINATION_GRACE_MS = 5_000;
 
 /**
- * Runs a session command in the sandbox's backend sandbox, byte-exact (`runInMachine`): the log gets the
- * bytes as printed, the text fields of the JSON answers their UTF-8 decoding. Ending it is what the
+ * Runs a session command in the sandbox's backend sandbox (`runInMachine`, byte-exact): its output goes
+ * through the daemon's labellers into the log, and the JSON answers are read from that log, as the
+ * daemon's are (so they lose what the labellers lose). Ending it is what the
  * daemon's session delete does: SIGTERM to its tree, then SIGKILL (aborting the run) once the grace period
  * passed.
  */
@@ -152,12 +177,6 @@ function runCommand(
 ): void {
   const stdout = labeller(command, DAYTONA_STDOUT_PREFIX);
   const stderr = labeller(command, DAYTONA_STDERR_PREFIX);
-  const stdoutText = new TextDecoder();
-  const stderrText = new TextDecoder();
-  const text = (stream: "stdout" | "stderr", piece: string) => {
-    command[stream] += piece;
-    command.output += piece;
-  };
   const abort = new AbortController();
   let control: DriverExecControl | undefined;
   const run = runInMachine(backend, sandbox, {
@@ -166,30 +185,19 @@ function runCommand(
     onStarted: (handed) => {
       control = handed;
     },
-    onStdout: (chunk) => {
-      text("stdout", stdoutText.decode(chunk, { stream: true }));
-      stdout.write(chunk);
-    },
-    onStderr: (chunk) => {
-      text("stderr", stderrText.decode(chunk, { stream: true }));
-      stderr.write(chunk);
-    },
+    onStdout: (chunk) => stdout.write(chunk),
+    onStderr: (chunk) => stderr.write(chunk),
   });
   // As the daemon does, the exit code is recorded only once the labellers flushed everything to the log.
   command.done = run.then(
     (exit) => {
-      text("stdout", stdoutText.decode());
-      text("stderr", stderrText.decode());
       stdout.end();
       stderr.end();
       command.exitCode = exit.exitCode;
     },
     (error: unknown) => {
-      const message = Buffer.from(`${error instanceof Error ? error.message : String(error)}\n`, "utf8");
-      text("stdout", stdoutText.decode());
-      text("stderr", `${stderrText.decode()}${message.toString("utf8")}`);
       stdout.end();
-      stderr.write(message);
+      stderr.write(Buffer.from(`${error instanceof Error ? error.message : String(error)}\n`, "utf8"));
       stderr.end();
       command.exitCode = 1;
     },
@@ -391,9 +399,6 @@ export async function serveDaytonaToolbox(
           id: randomUUID(),
           command: body.command,
           exitCode: undefined,
-          stdout: "",
-          stderr: "",
-          output: "",
           done: Promise.resolve(),
           kill: () => Promise.resolve(),
           log: [],
@@ -403,20 +408,14 @@ export async function serveDaytonaToolbox(
         runCommand(context.backend, sandbox, command);
         if (body.runAsync === true || body.async === true) return send({ cmdId: command.id }, 202);
         await command.done;
-        return send({
-          cmdId: command.id,
-          output: command.output,
-          stdout: command.stdout,
-          stderr: command.stderr,
-          exitCode: command.exitCode,
-        });
+        return send({ cmdId: command.id, ...logTexts(command), exitCode: command.exitCode });
       }
       const command = session.commands.find((c) => c.id === sessionMatch[3]);
       if (method === "GET" && sessionMatch[3] !== undefined) {
         if (!command) throw new DaytonaApiError(404, `command ${sessionMatch[3]} not found`);
         if (sessionMatch[4] === undefined) return send(commandDto(command));
         if (url.searchParams.get("follow") === "true") await command.done;
-        return send({ output: command.output, stdout: command.stdout, stderr: command.stderr });
+        return send(logTexts(command));
       }
     }
     req.resume();
