@@ -4,53 +4,82 @@ import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
 import type { ResolvedDaytonaOptions } from "./daytona-options.js";
 import { bounded } from "./daytona-sdk.js";
 
-/**
- * The supervisor a streamed command runs under (`sh -c SUPERVISOR <pid file> <argv…>`). Daytona reports no
- * pid for a session command, and its daemon runs the command inside the session's own shell (`. cmd.sh`),
- * where `exit` would end the session; so the command runs as a child of this shell, with stdin at EOF (an
- * async session command's stdin is otherwise a pipe held open for `sendInput`), and this shell writes its
- * own pid first, so the command's tree can be found and signalled: the supervisor's children and theirs.
- * The command is its argv itself (a shell snippet is `sh -c <snippet>`), with no shell of ours in between
- * that a signal could end in its place. The supervisor is never signalled itself: it waits for the command,
- * removes the pid file and exits with the command's status (128 + n for a signal).
- */
-const SUPERVISOR = 'printf "%s\\n" "$$" > "$0" || exit 125; "$@" < /dev/null; s=$?; rm -f "$0"; exit "$s"';
+/** How many bytes of output the supervisor encodes per line: 4000 characters of base64, so a labelled line
+ * (label, line, newline: 4004 bytes) stays within one 4 KiB write of the daemon's `printf` and cannot be
+ * interleaved with the other stream's lines in the log. */
+export const ENCODED_CHUNK_BYTES = 3000;
 
 /**
- * Signals the tree of the supervisor whose pid file is "$2" with signal "$1" (a name without `SIG`), the
- * supervisor itself left out. The pid file may not exist yet (the signal came right after the start): it
- * is waited for, up to 5 s. Each generation is stopped as it is found, so no member forks a child the walk
+ * The supervisor every command runs under (`sh -c SUPERVISOR <base path> <argv…>`). Daytona's daemon logs a
+ * session command's output through shell labellers that read it line by line (`cmdWrapperFormat`:
+ * `while IFS= read -r line || [ -n "$line" ]; do printf '<label>%s\n' "$line"; done`): a NUL byte is dropped,
+ * an unterminated last line gets a newline, a partial line waits for its end. So the command's output never
+ * reaches the daemon as printed: its stdout and stderr are FIFOs (`<base>.out`, `<base>.err`), each read by
+ * an encoder that turns every read (`dd` without `iflag=fullblock` returns what has arrived, up to
+ * {@link ENCODED_CHUNK_BYTES}) into one line of base64 at once — encoded stdout on the supervisor's stdout,
+ * encoded stderr on its stderr — and the provider decodes them (`daytona-stream-decoder.ts`). Latency stays
+ * one read; EOF is an empty read and ends the encoder.
+ *
+ * The command runs in the supervisor's foreground (an async list would have SIGINT and SIGQUIT ignored),
+ * with stdin at EOF (an async session command's stdin is otherwise a pipe held open for `sendInput`),
+ * through a `sh -c` step that writes its own pid and the supervisor's to `<base>.pid` and then `exec`s the
+ * argv, so the pid file names the command itself, and the signal script reaches its tree only, never the
+ * encoders (a SIGTERM handler's output is still encoded). The supervisor waits for both encoders — all
+ * output is in the log before the daemon records the exit code — removes its files and exits with the
+ * command's status (128 + n for a signal). Whatever the command prints reaches the daemon encoded: its
+ * stdout and stderr are the FIFOs, so no label or line it prints is taken for the supervisor's. (Code that
+ * goes out of its way — the supervisor's descriptors under `/proc`, or the daemon's log file, both the
+ * sandbox user's — can write there; anything that is not the encoding is then a `Provider` error, and a
+ * well-formed line only output of its own, which it could have printed.) A sandbox missing a tool this
+ * needs says which (exit 125).
+ */
+const SUPERVISOR: string = [
+  "for t in mkfifo dd base64 tr; do",
+  '  command -v "$t" >/dev/null 2>&1 || { printf "sbox: the sandbox has no %s, which exec needs\\n" "$t" >&2; exit 125; }',
+  "done",
+  'mkfifo -m 600 "$0.out" "$0.err" || exit 125',
+  `enc() { while c=$(dd bs=${ENCODED_CHUNK_BYTES} count=1 2>/dev/null | base64 | tr -d '\\n') && [ -n "$c" ]; do printf '%s\\n' "$c"; done; }`,
+  'enc < "$0.out" & o=$!',
+  'enc < "$0.err" >&2 & e=$!',
+  // A subshell applies the redirections: dash and ash apply a simple command's in the shell itself while
+  // it runs, so the supervisor's own stdout and stderr would be the FIFOs and its originals saved aside.
+  `( exec sh -c 'printf "%s %s\\n" "$$" "$PPID" > "$0.pid" && exec "$@"' "$0" "$@" < /dev/null > "$0.out" 2> "$0.err" )`,
+  "s=$?",
+  'wait "$o"; wait "$e"',
+  'rm -f "$0.out" "$0.err" "$0.pid"',
+  'exit "$s"',
+].join("\n");
+
+/**
+ * Signals the tree of the command whose pid file is "$2" with signal "$1" (a name without `SIG`): the
+ * command (the file's first pid) and its descendants, nothing of the supervisor (the file's second pid)
+ * nor its encoders. The pid file may not exist yet (the signal came right after the start): it is waited
+ * for, up to 5 s. A pid whose parent is no longer the supervisor belongs to a command that already ended
+ * (no error, exit 0). Each generation is stopped as it is found, so no member forks a child the walk
  * misses; the parent pid is read from `/proc/<pid>/stat` after the parenthesised command name (which may
  * hold spaces or parentheses). Then the tree is signalled and continued, so a catchable signal is handled.
- * A supervisor with no child yet (between its pid and its fork) is looked at again, for up to 1 s. A command
- * that already ended is no error (exit 0).
  */
 const SIGNAL_TREE_SCRIPT: string = [
   // biome-ignore-start lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not templates
   "sig=$1; pidfile=$2; tries=0",
+  'parent() { { read -r line < "/proc/$1/stat"; } 2>/dev/null || return 1; rest=${line##*) }; set -- $rest; ppid=$2; }',
   'while [ ! -s "$pidfile" ]; do',
   "  tries=$((tries + 1)); [ $tries -gt 100 ] && exit 0; sleep 0.05",
   "done",
-  'read -r root < "$pidfile" || exit 0',
-  'case $root in ""|*[!0-9]*) exit 0;; esac',
-  "tries=0",
-  "while :; do",
-  '  [ -d "/proc/$root" ] || exit 0',
-  "  all=; frontier=$root",
-  '  while [ -n "$frontier" ]; do',
-  "    next=",
-  "    for st in /proc/[0-9]*/stat; do",
-  '      { read -r line < "$st"; } 2>/dev/null || continue',
-  "      rest=${line##*) }",
-  "      set -- $rest",
-  "      p=${st#/proc/}; p=${p%/stat}",
-  '      for q in $frontier; do if [ "$2" = "$q" ]; then next="$next $p"; fi; done',
-  "    done",
-  '    [ -n "$next" ] && kill -STOP $next 2>/dev/null',
-  '    all="$all $next"; frontier=$next',
+  'read -r root supervisor < "$pidfile" || exit 0',
+  'case "$root:$supervisor" in *[!0-9:]*|:*|*:) exit 0;; esac',
+  'parent "$root" && [ "$ppid" = "$supervisor" ] || exit 0',
+  "kill -STOP $root 2>/dev/null || exit 0",
+  "all=$root; frontier=$root",
+  'while [ -n "$frontier" ]; do',
+  "  next=",
+  "  for st in /proc/[0-9]*/stat; do",
+  "    p=${st#/proc/}; p=${p%/stat}",
+  '    parent "$p" || continue',
+  '    for q in $frontier; do if [ "$ppid" = "$q" ]; then next="$next $p"; fi; done',
   "  done",
-  '  [ -n "$all" ] && break',
-  "  tries=$((tries + 1)); [ $tries -gt 20 ] && exit 0; sleep 0.05",
+  '  [ -n "$next" ] && kill -STOP $next 2>/dev/null',
+  '  all="$all $next"; frontier=$next',
   "done",
   'kill "-$sig" $all 2>/dev/null',
   "kill -CONT $all 2>/dev/null",
@@ -58,14 +87,19 @@ const SIGNAL_TREE_SCRIPT: string = [
   // biome-ignore-end lint/suspicious/noTemplateCurlyInString: end of the script
 ].join("\n");
 
-/** Where a streamed command's supervisor writes its pid (a name nobody else can guess). */
-export function pidFileOf(execId: string): string {
-  return `/tmp/.sbox-daytona-exec-${execId}.pid`;
+/** Where a command's supervisor keeps its FIFOs and pid file: `<base>.out`, `.err`, `.pid` (unguessable). */
+export function supervisorBaseOf(execId: string): string {
+  return `/tmp/.sbox-daytona-exec-${execId}`;
 }
 
-/** The session command line of a streamed command: its argv under the supervisor. */
-export function supervisedCommandLine(argv: readonly string[], pidFile: string): string {
-  return shellQuoteArgv(["sh", "-c", SUPERVISOR, pidFile, ...argv]);
+/** The pid file of the supervisor at `base`. */
+export function pidFileOf(base: string): string {
+  return `${base}.pid`;
+}
+
+/** The session command line of a command: its argv under the supervisor. */
+export function supervisedCommandLine(argv: readonly string[], base: string): string {
+  return shellQuoteArgv(["sh", "-c", SUPERVISOR, base, ...argv]);
 }
 
 /** `kill -<NAME>` takes a known signal name without its `SIG` prefix; anything else is refused. */

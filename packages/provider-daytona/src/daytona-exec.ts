@@ -6,28 +6,24 @@ import {
   type DriverOutputCallbacks,
   NotSupportedError,
   SandboxError,
-  shellQuoteArgv,
 } from "@sbox/core/spec";
-import { pidFileOf, signalDaytonaExec, supervisedCommandLine } from "./daytona-exec-signals.js";
+import {
+  pidFileOf,
+  signalDaytonaExec,
+  supervisedCommandLine,
+  supervisorBaseOf,
+} from "./daytona-exec-signals.js";
 import type { DaytonaHandle } from "./daytona-lifecycle.js";
 import { followDaytonaLogs, logsSocketTarget } from "./daytona-logs-socket.js";
 import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
 import type { ResolvedDaytonaOptions } from "./daytona-options.js";
 import { bounded } from "./daytona-sdk.js";
+import { DaytonaStreamDecoder, decodeDaytonaStream } from "./daytona-stream-decoder.js";
 
 /** How often the exit code is asked for once the logs socket closed (the daemon writes it just before). */
 const EXIT_CODE_POLL_MS = 100;
 
-/** The shell snippet Daytona runs: its sessions take a command line, so argv is shell-quoted exactly. */
-export function commandLineOf(command: DriverExecRequest["command"]): string {
-  if ("shell" in command) return command.shell;
-  if (command.argv.length === 0) {
-    throw new SandboxError("Validation", "exec needs a non-empty argv", { provider: DAYTONA_PROVIDER_NAME });
-  }
-  return shellQuoteArgv(command.argv);
-}
-
-/** The argv a streamed command runs as: a shell snippet is `sh -c <snippet>`; an empty argv is refused. */
+/** The argv a command runs as under the supervisor: a shell snippet is `sh -c <snippet>`; an empty argv is refused. */
 function argvOf(command: DriverExecRequest["command"]): string[] {
   if ("shell" in command) return ["sh", "-c", command.shell];
   if (command.argv.length === 0) {
@@ -57,7 +53,9 @@ function checkExecRequest(request: DriverExecRequest): void {
 /**
  * The buffered exec primitive, through a Daytona session: a session of its own per command (created, run
  * synchronously, deleted), so one command's `cd` or `export` never leaks into the next, and stdout, stderr
- * and the exit code come back separately — Daytona's `/process/execute` mixes both streams into one.
+ * and the exit code come back separately — Daytona's `/process/execute` mixes both streams into one. The
+ * command runs under the supervisor (`daytona-exec-signals.ts`), whose encoding carries its output through
+ * the daemon's lossy line labellers byte for byte; the answer's `stdout` and `stderr` are decoded here.
  * Per-command cwd and env are put into the command by the core (E1); stdin is fed by the core from a file
  * (the `stdin` capability is emulated), a user is refused. An aborted call stops waiting; the core's
  * emulations kill what they start by process group.
@@ -69,16 +67,20 @@ export async function daytonaExec(
 ): Promise<DriverExecResult> {
   checkExecRequest(request);
   if (request.onStarted !== undefined) return collected(options, handle, request);
-  const command = commandLineOf(request.command);
+  const argv = argvOf(request.command);
   const process = handle.native.process;
-  const sessionId = `sbox-${randomBytes(8).toString("hex")}`;
+  const execId = randomBytes(8).toString("hex");
+  const sessionId = `sbox-${execId}`;
   await bounded(process.createSession(sessionId), request.signal, options.requestTimeoutMs, "exec");
   try {
     // One synchronous request, so it is held to the request deadline like every other (the SDK's axios
     // timeout is `requestTimeoutMs` too): a silent service is a Timeout on time. Commands that may run
     // longer go detached through the core's E3/E4, which only send short commands here.
     const result = await bounded(
-      process.executeSessionCommand(sessionId, { command, runAsync: false }),
+      process.executeSessionCommand(sessionId, {
+        command: supervisedCommandLine(argv, supervisorBaseOf(execId)),
+        runAsync: false,
+      }),
       request.signal,
       options.requestTimeoutMs + 1_000,
       "exec",
@@ -88,7 +90,11 @@ export async function daytonaExec(
         provider: DAYTONA_PROVIDER_NAME,
       });
     }
-    return { stdout: result.stdout ?? "", stderr: result.stderr ?? "", exitCode: result.exitCode };
+    return {
+      stdout: decodeDaytonaStream("stdout", result.stdout ?? ""),
+      stderr: decodeDaytonaStream("stderr", result.stderr ?? ""),
+      exitCode: result.exitCode,
+    };
   } finally {
     await bounded(
       process.deleteSession(sessionId),
@@ -167,7 +173,8 @@ export async function daytonaExecStream(
   const process = handle.native.process;
   const execId = randomBytes(8).toString("hex");
   const sessionId = `sbox-${execId}`;
-  const pidFile = pidFileOf(execId);
+  const base = supervisorBaseOf(execId);
+  const pidFile = pidFileOf(base);
   const deadline = options.requestTimeoutMs;
   await bounded(process.createSession(sessionId), request.signal, deadline, "exec");
   let started = false;
@@ -175,7 +182,7 @@ export async function daytonaExecStream(
   try {
     const answer = await bounded(
       process.executeSessionCommand(sessionId, {
-        command: supervisedCommandLine(argv, pidFile),
+        command: supervisedCommandLine(argv, base),
         runAsync: true,
       }),
       request.signal,
@@ -195,7 +202,21 @@ export async function daytonaExecStream(
       },
     });
     const target = logsSocketTarget(handle.native, sessionId, commandId);
-    await followDaytonaLogs({ ...target, signal: request.signal, deadlineMs: deadline, output: request });
+    // The log carries the supervisor's encoding of each stream: decoded here, chunk by chunk as it comes.
+    const stdout = new DaytonaStreamDecoder("stdout", (bytes) => request.onStdout(bytes));
+    const stderr = new DaytonaStreamDecoder("stderr", (bytes) => request.onStderr(bytes));
+    await followDaytonaLogs({
+      ...target,
+      signal: request.signal,
+      deadlineMs: deadline,
+      output: {
+        onStdout: (chunk) => stdout.push(chunk),
+        onStderr: (chunk) => stderr.push(chunk),
+        ...(request.ready === undefined ? {} : { ready: () => request.ready?.() }),
+      },
+    });
+    stdout.end();
+    stderr.end();
     const exitCode = await exitCodeOf(options, handle, sessionId, commandId, request.signal);
     ended = true;
     return { exitCode };

@@ -82,7 +82,7 @@ function socketError(
  * socket normally (1000: the command ended and everything was sent). A refused upgrade is the status's
  * error; any other close (a dropped connection, the daemon's 1011) is a `Provider` error, never a silent
  * end; a socket whose pings go unanswered for `deadlineMs` is a `Timeout`. A consumer that falls behind
- * (`output.ready`) pauses the socket.
+ * (`output.ready`) pauses the socket. An output callback that throws ends the follow with its error.
  */
 export async function followDaytonaLogs(request: FollowLogsRequest): Promise<void> {
   request.signal.throwIfAborted();
@@ -167,7 +167,13 @@ export async function followDaytonaLogs(request: FollowLogsRequest): Promise<voi
     ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
       answered = true;
       const frames = Array.isArray(data) ? data : [data];
-      for (const frame of frames) demux.push(frame instanceof ArrayBuffer ? new Uint8Array(frame) : frame);
+      try {
+        for (const frame of frames) demux.push(frame instanceof ArrayBuffer ? new Uint8Array(frame) : frame);
+      } catch (error) {
+        // The output callbacks refused what came (output that is not the supervisor's encoding).
+        fail(error);
+        return;
+      }
       const wait = request.output.ready?.();
       if (wait) {
         ws.pause();
@@ -183,8 +189,12 @@ export async function followDaytonaLogs(request: FollowLogsRequest): Promise<voi
     ws.on("close", (code) => {
       if (settled) return;
       if (code === 1000) {
-        demux.end();
-        finish();
+        try {
+          demux.end();
+          finish();
+        } catch (error) {
+          finish(error);
+        }
         return;
       }
       finish(

@@ -2,8 +2,9 @@
  * The native streaming exec against hostile output and a hostile connection, on the Daytona emulator with
  * every byte of the logs socket in a frame of its own (`logFrameBytes: 1`, so every label and every
  * character is split across frames at every position): output arrives complete and on the right stream,
- * invalid UTF-8 reaches the driver's caller as the bytes printed, a command printing the labels itself ends
- * with its exit code, an aborted command that never ends leaves no socket open and nothing running, and a
+ * invalid UTF-8 reaches the driver's caller as the bytes printed, NUL bytes and an unterminated last line
+ * arrive byte-exact through the emulator's labellers (as lossy as Daytona's daemon's), labels and base64
+ * lines printed by the command arrive as printed, an aborted command that never ends leaves no socket open and nothing running, and a
  * logs socket dropped mid-stream is a clear `SandboxError` at once, the command ended too.
  */
 import { createSandboxClient, type Sandbox } from "@sbox/core";
@@ -58,6 +59,16 @@ async function rawStream(script: string, signal = AbortSignal.timeout(60_000)) {
   return { exit, out, err };
 }
 
+/** The driver's own buffered exec: raw bytes by stream, and the exit code. */
+async function rawExec(script: string) {
+  const result = await provider.doExec!(driverHandle, {
+    command: { shell: script },
+    signal: AbortSignal.timeout(60_000),
+  });
+  const bytes = (out: Uint8Array | string) => (typeof out === "string" ? new TextEncoder().encode(out) : out);
+  return { exitCode: result.exitCode, stdout: bytes(result.stdout), stderr: bytes(result.stderr) };
+}
+
 /** Command lines of the sandbox's processes that carry `marker`. */
 async function processesCarrying(marker: string): Promise<string[]> {
   const listed = await sandbox.commands.run([
@@ -110,11 +121,57 @@ describe("hostile bytes", () => {
     expect(result.stdout).toBe("ok\uFFFDend\n");
   });
 
-  test("a command printing the labels itself: streams switch as in Daytona's own demultiplexers, the exit code stays", async () => {
-    const raw = await rawStream("printf 'x\\002\\002\\002forged\\n'; printf 'y\\001\\001'; exit 7");
+  test("fake labels and fake base64 lines printed by the command arrive as printed, the exit code stays", async () => {
+    // Labels of either stream, and lines that look like the supervisor's encoding, on both streams.
+    const script =
+      "printf 'x\\002\\002\\002forged\\nZm9yZ2Vk\\n'; printf '\\001\\001\\001QUJD\\n\\001\\001' >&2; printf 'y\\001\\001'; exit 7";
+    const raw = await rawStream(script);
     expect(raw.exit.exitCode).toBe(7);
-    expect(raw.out).toEqual([0x78, 0x79, 0x01, 0x01]);
-    expect(raw.err).toEqual([...new TextEncoder().encode("forged\n")]);
+    expect(Buffer.from(raw.out).toString("latin1")).toBe("x\x02\x02\x02forged\nZm9yZ2Vk\ny\x01\x01");
+    expect(Buffer.from(raw.err).toString("latin1")).toBe("\x01\x01\x01QUJD\n\x01\x01");
+    const buffered = await rawExec(script);
+    expect(buffered.exitCode).toBe(7);
+    expect(Buffer.from(buffered.stdout).toString("latin1")).toBe("x\x02\x02\x02forged\nZm9yZ2Vk\ny\x01\x01");
+    expect(Buffer.from(buffered.stderr).toString("latin1")).toBe("\x01\x01\x01QUJD\n\x01\x01");
+  });
+
+  test("NUL bytes and an unterminated last line arrive byte-exact through the daemon's lossy labellers", async () => {
+    // The emulator's labellers drop NULs and end a last line with a newline, as Daytona's daemon does.
+    const script = "printf 'a\\000b\\n\\000'; printf '\\000\\000tail' >&2";
+    const expectedOut = [0x61, 0x00, 0x62, 0x0a, 0x00];
+    const expectedErr = [0x00, 0x00, ...new TextEncoder().encode("tail")];
+    const raw = await rawStream(script);
+    expect(raw.exit.exitCode).toBe(0);
+    expect(raw.out).toEqual(expectedOut);
+    expect(raw.err).toEqual(expectedErr);
+    const buffered = await rawExec(script);
+    expect([...buffered.stdout]).toEqual(expectedOut);
+    expect([...buffered.stderr]).toEqual(expectedErr);
+    // 3000-byte chunks (a line of the encoding each) of every byte value, twice over: nothing lost or moved.
+    const all = await rawStream(
+      "i=0; while [ $i -lt 24 ]; do head -c 256 /dev/zero | tr '\\000' '\\377'; printf '\\000\\001\\002\\n'; i=$((i+1)); done",
+    );
+    expect(all.out.length).toBe(24 * 260);
+    expect(all.out.slice(0, 260)).toEqual([...new Array(256).fill(0xff), 0x00, 0x01, 0x02, 0x0a]);
+  });
+
+  test("a partial line arrives while the command still runs", async () => {
+    let seen = "";
+    let ended = false;
+    let seenBeforeEnd = false;
+    const exit = await provider.doExecStream!(driverHandle, {
+      command: { shell: "printf partial; sleep 1.5; printf ' done'" },
+      signal: AbortSignal.timeout(60_000),
+      onStdout: (chunk) => {
+        seen += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
+        if (seen === "partial" && !ended) seenBeforeEnd = true;
+      },
+      onStderr: () => {},
+    });
+    ended = true;
+    expect(exit.exitCode).toBe(0);
+    expect(seen).toBe("partial done");
+    expect(seenBeforeEnd).toBe(true);
   });
 });
 
