@@ -43,8 +43,9 @@ const SUPERVISOR: string = [
   'enc < "$0.err" >&2 & e=$!',
   // A subshell applies the redirections: dash and ash apply a simple command's in the shell itself while
   // it runs, so the supervisor's own stdout and stderr would be the FIFOs and its originals saved aside.
-  `( exec sh -c 'printf "%s %s\\n" "$$" "$PPID" > "$0.pid" && exec "$@"' "$0" "$@" < /dev/null > "$0.out" 2> "$0.err" )`,
-  "s=$?",
+  // The group's stderr is /dev/null until the status is taken: dash and ash report a child ended by a
+  // signal ("Killed", "Terminated") on their own stderr, which is the encoded stream's.
+  `{ ( exec sh -c 'printf "%s %s\\n" "$$" "$PPID" > "$0.pid" && exec "$@"' "$0" "$@" < /dev/null > "$0.out" 2> "$0.err" ); s=$?; } 2>/dev/null`,
   'wait "$o"; wait "$e"',
   'rm -f "$0.out" "$0.err" "$0.pid"',
   'exit "$s"',
