@@ -4,10 +4,15 @@ import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
 import type { ResolvedDaytonaOptions } from "./daytona-options.js";
 import { bounded } from "./daytona-sdk.js";
 
-/** How many bytes of output the supervisor encodes per line: 4000 characters of base64, so a labelled line
- * (label, line, newline: 4004 bytes) stays within one 4 KiB write of the daemon's `printf` and cannot be
- * interleaved with the other stream's lines in the log. */
-export const ENCODED_CHUNK_BYTES = 3000;
+/**
+ * The longest line of the supervisor's encoding: 4000 characters of base64 (3000 bytes, whole groups, so
+ * every line decodes by itself). The daemon's labelled line (label, line, newline: 4004 bytes) then stays
+ * within one 4 KiB write of its `printf` and cannot be cut by the other stream's lines in the log.
+ */
+export const ENCODED_LINE_CHARS = 4000;
+
+/** The most one encoder read takes (16 lines): a read returns what has arrived, up to this. */
+const ENCODER_READ_BYTES = 48_000;
 
 /**
  * The supervisor every command runs under (`sh -c SUPERVISOR <base path> <argv…>`). Daytona's daemon logs a
@@ -15,8 +20,8 @@ export const ENCODED_CHUNK_BYTES = 3000;
  * `while IFS= read -r line || [ -n "$line" ]; do printf '<label>%s\n' "$line"; done`): a NUL byte is dropped,
  * an unterminated last line gets a newline, a partial line waits for its end. So the command's output never
  * reaches the daemon as printed: its stdout and stderr are FIFOs (`<base>.out`, `<base>.err`), each read by
- * an encoder that turns every read (`dd` without `iflag=fullblock` returns what has arrived, up to
- * {@link ENCODED_CHUNK_BYTES}) into one line of base64 at once — encoded stdout on the supervisor's stdout,
+ * an encoder that turns every read (`dd` without `iflag=fullblock` returns what has arrived) into complete
+ * lines of base64 at once (`base64 -w`, {@link ENCODED_LINE_CHARS} a line) — encoded stdout on the supervisor's stdout,
  * encoded stderr on its stderr — and the provider decodes them (`daytona-stream-decoder.ts`). Latency stays
  * one read; EOF is an empty read and ends the encoder.
  *
@@ -34,11 +39,12 @@ export const ENCODED_CHUNK_BYTES = 3000;
  * needs says which (exit 125).
  */
 const SUPERVISOR: string = [
-  "for t in mkfifo dd base64 tr; do",
+  "for t in mkfifo dd base64; do",
   '  command -v "$t" >/dev/null 2>&1 || { printf "sbox: the sandbox has no %s, which exec needs\\n" "$t" >&2; exit 125; }',
   "done",
+  `printf a | base64 -w ${ENCODED_LINE_CHARS} >/dev/null 2>&1 || { echo "sbox: the sandbox's base64 has no -w, which exec needs" >&2; exit 125; }`,
   'mkfifo -m 600 "$0.out" "$0.err" || exit 125',
-  `enc() { while c=$(dd bs=${ENCODED_CHUNK_BYTES} count=1 2>/dev/null | base64 | tr -d '\\n') && [ -n "$c" ]; do printf '%s\\n' "$c"; done; }`,
+  `enc() { while c=$(dd bs=${ENCODER_READ_BYTES} count=1 2>/dev/null | base64 -w ${ENCODED_LINE_CHARS}) && [ -n "$c" ]; do printf '%s\\n' "$c"; done; }`,
   'enc < "$0.out" & o=$!',
   'enc < "$0.err" >&2 & e=$!',
   // A subshell applies the redirections: dash and ash apply a simple command's in the shell itself while
