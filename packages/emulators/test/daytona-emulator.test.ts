@@ -5,6 +5,7 @@
  */
 import { Daytona } from "@daytonaio/sdk";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import WebSocket from "ws";
 import type { EmulatorClock, EmulatorTimer } from "../src/clock.js";
 import { type DaytonaEmulator, startDaytonaEmulator } from "../src/daytona/index.js";
 
@@ -132,7 +133,8 @@ describe("protocol", () => {
     const sync = await sandbox.process.executeSessionCommand("s", {
       command: "printf out; printf err >&2; exit 7",
     });
-    expect(sync).toMatchObject({ stdout: "out", stderr: "err", exitCode: 7 });
+    // The daemon's labellers end an unterminated last line with a newline.
+    expect(sync).toMatchObject({ stdout: "out\n", stderr: "err\n", exitCode: 7 });
     const started = await sandbox.process.executeSessionCommand("s", {
       command: "sleep 0.3; echo late",
       runAsync: true,
@@ -202,6 +204,37 @@ describe("session logs", () => {
         () => {},
       ),
     ).rejects.toBeTruthy();
+    await sandbox.delete();
+  });
+});
+
+describe("session labellers", () => {
+  test("the log is as lossy as the daemon's: NUL bytes dropped, a newline added to an unterminated last line", {
+    timeout: 120_000,
+  }, async () => {
+    const sandbox = await daytona.create({ autoStopInterval: 0 }, { timeout: 300 });
+    await sandbox.process.createSession("lossy");
+    // stdout: "a\0b\n", a line of NULs only, "  \\x\n" (blanks and a backslash kept), then "tail\0" unterminated;
+    // stderr: only NULs, unterminated (nothing is left of it, so nothing is logged).
+    const command = "printf 'a\\000b\\n\\000\\000\\n  \\\\x\\ntail\\000'; printf '\\000\\000' >&2";
+    const sync = await sandbox.process.executeSessionCommand("lossy", { command });
+    expect(sync.stdout).toBe("ab\n\n  \\x\ntail\n");
+    expect(sync.stderr).toBe("");
+    expect(sync.exitCode).toBe(0);
+    // The log itself, labels included, as the logs socket sends it.
+    const { cmdId } = await sandbox.process.executeSessionCommand("lossy", { command, runAsync: true });
+    const logsUrl = `${emulator.listenUrl.replace(/^http/, "ws")}/toolbox/${sandbox.id}/process/session/lossy/command/${cmdId}/logs?follow=true`;
+    const frames: Buffer[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const ws = new WebSocket(logsUrl, { headers: { Authorization: `Bearer ${emulator.apiKey}` } });
+      ws.on("message", (data: Buffer) => frames.push(data));
+      ws.on("close", () => resolve());
+      ws.on("error", reject);
+    });
+    const label = "\x01\x01\x01";
+    expect(Buffer.concat(frames).toString("latin1")).toBe(
+      `${label}ab\n${label}\n${label}  \\x\n${label}tail\n`,
+    );
     await sandbox.delete();
   });
 });

@@ -2,19 +2,20 @@ import type { CapabilityFlags, SpecField } from "@sbox/core/spec";
 
 /**
  * What this provider offers, as proven against the Daytona emulator of `@sbox/emulators`. Lifecycle (list
- * by labels, stop and start) is native; commands go through Daytona's sessions, whose synchronous exec
- * answers stdout, stderr and the exit code, so streaming, background processes, kill, stdin, files, watch
- * and metrics are `emulated` by the core over that exec (E1-E8). Terminals (`pty`) are Daytona's own, over
- * the SDK's `createPty` WebSocket. Ports are Daytona's preview links (per-port
- * subdomains of its proxy): signed URLs, or token-guarded links for private ports. The rest is not offered
- * by this provider.
+ * by labels, stop and start) is native. Commands go through Daytona's sessions, under a supervisor whose
+ * encoding carries output byte-exact through the daemon's lossy line labellers: streaming is native (an
+ * async session command followed on its logs WebSocket, signalled through the pid its supervisor records:
+ * the provider declares `execSignals`); background processes, kill by pid, stdin, files, watch and metrics are
+ * `emulated` by the core over the session exec (E1-E8). Terminals (`pty`) are Daytona's own, over the
+ * SDK's `createPty` WebSocket. Ports are Daytona's preview links (per-port subdomains of its proxy): signed
+ * URLs, or token-guarded links for private ports. The rest is not offered by this provider.
  */
 export const daytonaCapabilities = {
   list: "native",
   stop: "native",
   pause: "unsupported",
   setTimeout: "unsupported",
-  streaming: "emulated",
+  streaming: "native",
   background: "emulated",
   killProcess: "emulated",
   stdin: "emulated",

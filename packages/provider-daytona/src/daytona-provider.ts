@@ -6,7 +6,7 @@ import {
   daytonaHonoursFor,
 } from "./daytona-capabilities.js";
 import { mapDaytonaError } from "./daytona-errors.js";
-import { daytonaExec } from "./daytona-exec.js";
+import { daytonaExec, daytonaExecStream } from "./daytona-exec.js";
 import { readDaytonaFile, writeDaytonaFile } from "./daytona-files.js";
 import { type DaytonaHandle, daytonaLifecycle } from "./daytona-lifecycle.js";
 import { DAYTONA_PROVIDER_NAME } from "./daytona-names.js";
@@ -41,6 +41,7 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     capabilities: daytonaCapabilities,
     flags: daytonaFlags,
     honours: daytonaHonoursFor(resolved),
+    execSignals: true,
     secrets: () => [resolved.apiKey, ...previewTokens],
     mapError: mapDaytonaError,
     doCreate: (spec, { signal }) => lifecycle.create(spec, signal),
@@ -48,6 +49,7 @@ export function daytona(options: DaytonaProviderOptions = {}): DaytonaProvider {
     doDestroy: (s: DaytonaHandle, { signal }) => lifecycle.destroy(s, signal),
     doGetInfo: (s, { signal }) => lifecycle.getInfo(s, signal),
     doExec: (s, request) => daytonaExec(resolved, s, request),
+    doExecStream: (s, request) => daytonaExecStream(resolved, s, request),
     doReadFile: (s, path, { signal }) => readDaytonaFile(resolved, s, path, signal),
     doWriteFile: (s, path, data, { signal, mode }) => writeDaytonaFile(resolved, s, path, data, mode, signal),
     doCreatePty: (s, request) => createDaytonaPty(resolved, s, request),

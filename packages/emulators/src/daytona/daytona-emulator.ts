@@ -62,6 +62,12 @@ export interface DaytonaEmulatorOptions {
   images?: readonly string[] | undefined;
   clock?: EmulatorClock | undefined;
   faults?: readonly FaultRule[] | undefined;
+  /**
+   * The most bytes one frame of a session command's logs socket holds (default 1024, the daemon's read
+   * size); smaller values cut the labelled stream at more places (1: every byte its own frame), as tests
+   * of a client's demultiplexer want.
+   */
+  logFrameBytes?: number | undefined;
 }
 
 /** A running Daytona emulator. */
@@ -82,6 +88,11 @@ export interface DaytonaEmulator {
   sandboxIds(): string[];
   /** The emulator's record of a sandbox: its state, intervals, and the create request as received. */
   sandboxRecord(id: string): DaytonaSandboxRecord | undefined;
+  /**
+   * Drops every open session-logs WebSocket without a close frame, as a lost connection would (a test's
+   * fault); returns how many were open. The commands they followed go on running.
+   */
+  dropLogSockets(): number;
   /** Destroys every sandbox and stops listening. */
   close(): Promise<void>;
 }
@@ -104,7 +115,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   const sessions = new DaytonaSessions();
   const signed = new DaytonaSignedPreviews(clock);
   const ptys = new DaytonaPtys();
-  const logStreams = daytonaLogStreams({ fleet, sessions, apiKey });
+  const logStreams = daytonaLogStreams({ fleet, sessions, apiKey, frameBytes: options.logFrameBytes });
   const ptySockets = daytonaPtySockets({ fleet, ptys, apiKey });
   const faults = createFaultInjector(options.faults);
   const log: RequestLogEntry[] = [];
@@ -133,12 +144,12 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       // first; equal timeouts would race and reset requests sent on a connection as it closes.
       keepAliveTimeoutMs: DAYTONA_KEEP_ALIVE_MS,
       onUpgrade: (req, socket, head) => {
-        if (!logStreams(req, socket, head) && !ptySockets(req, socket, head))
+        if (!logStreams.upgrade(req, socket, head) && !ptySockets(req, socket, head))
           rawAnswer(socket, 404, {}, daytonaErrorBody(404, "Not Found"));
       },
       handler: (req, res, ctx) =>
         ctx.url.pathname.startsWith("/toolbox/")
-          ? serveDaytonaToolbox({ fleet, sessions, ptys, apiKey }, req, res, ctx.url, ctx.setRoute)
+          ? serveDaytonaToolbox({ backend, fleet, sessions, ptys, apiKey }, req, res, ctx.url, ctx.setRoute)
           : ctx.url.pathname.startsWith("/preview/")
             ? serveDaytonaPreview({ fleet, signed }, req, res, ctx.url)
             : serveDaytonaControlPlane(control, req, res, ctx.url, ctx.setRoute),
@@ -160,6 +171,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     log,
     sandboxIds: () => [...fleet.sandboxes.keys()],
     sandboxRecord: (id) => fleet.sandboxes.get(id),
+    dropLogSockets: () => logStreams.dropAll(),
     close() {
       closing ??= (async () => {
         await server.close();

@@ -1,10 +1,12 @@
 /**
  * Following a session command's logs: `GET /process/session/{sessionId}/command/{commandId}/logs?follow=true`
  * upgraded to a WebSocket, as `@daytonaio/sdk`'s `process.getSessionCommandLogs(session, command, onStdout,
- * onStderr)` opens it. Each message is output labelled as Daytona's daemon labels it — stdout after
- * `01 01 01`, stderr after `02 02 02` (the SDK's `STDOUT_PREFIX_BYTES` / `STDERR_PREFIX_BYTES`) —: first what
- * the command printed so far (its stdout, then its stderr), then what it prints as it prints it, and the socket closes normally (1000) once the command
- * has ended and everything was sent. The API key is checked as on every toolbox route.
+ * onStderr)` opens it. As Daytona's daemon does (`apps/daemon/pkg/session/log.go`, `ReadLog` over
+ * `util.ReadLogWithExitCode`), the socket sends the command's log — every line behind its label, stdout
+ * after `01 01 01`, stderr after `02 02 02` (the SDK's `STDOUT_PREFIX_BYTES` / `STDERR_PREFIX_BYTES`) — from
+ * its start, then as it grows, as binary frames cut from the byte stream by size (the daemon reads its log
+ * file 1024 bytes at a time), so a label may be split across frames; it closes normally (1000) once the
+ * command has ended and everything was sent. The API key is checked as on every toolbox route.
  */
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -16,28 +18,35 @@ import { toolboxUpgrade } from "./daytona-toolbox-upgrade.js";
 /** A session command's logs socket. */
 const LOGS_ROUTE = /^\/toolbox\/([^/]+)\/process\/session\/([^/]+)\/command\/([^/]+)\/logs$/;
 
-const STDOUT_PREFIX = Buffer.from([0x01, 0x01, 0x01]);
-const STDERR_PREFIX = Buffer.from([0x02, 0x02, 0x02]);
+/** The most a frame holds: the daemon's read size of the log file. */
+export const DAYTONA_LOG_FRAME_BYTES = 1024;
 
 /** What the logs socket reads. */
 export interface DaytonaLogStreamContext {
   readonly fleet: DaytonaFleet;
   readonly sessions: DaytonaSessions;
   readonly apiKey: string;
+  /** The most bytes a frame holds (default {@link DAYTONA_LOG_FRAME_BYTES}); 1 sends every byte alone. */
+  readonly frameBytes?: number | undefined;
 }
 
-function labelled(stream: "stdout" | "stderr", chunk: string): Buffer {
-  return Buffer.concat([stream === "stdout" ? STDOUT_PREFIX : STDERR_PREFIX, Buffer.from(chunk, "utf8")]);
+/** The logs sockets: the upgrade handler, and a way to drop every open one (a test's broken connection). */
+export interface DaytonaLogStreams {
+  /** Answers an upgrade under `/toolbox/`; false when it is not a logs route (the caller answers 404). */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): boolean;
+  /** Drops every open logs socket without a close frame, as a lost connection does; how many it dropped. */
+  dropAll(): number;
 }
 
-/**
- * Answers an upgrade under `/toolbox/`; returns false when it is not a logs route (the caller answers 404).
- */
-export function daytonaLogStreams(
-  context: DaytonaLogStreamContext,
-): (req: IncomingMessage, socket: Socket, head: Buffer) => boolean {
+/** The logs sockets of one emulator. */
+export function daytonaLogStreams(context: DaytonaLogStreamContext): DaytonaLogStreams {
   const wss = new WebSocketServer({ noServer: true });
-  return (req, socket, head) => {
+  const frameBytes = context.frameBytes ?? DAYTONA_LOG_FRAME_BYTES;
+  if (!Number.isInteger(frameBytes) || frameBytes < 1) {
+    throw new RangeError(`logFrameBytes must be a whole number of bytes, at least 1 (got ${frameBytes})`);
+  }
+  const open = new Set<import("ws").WebSocket>();
+  const upgrade = (req: IncomingMessage, socket: Socket, head: Buffer): boolean => {
     const upgrade = toolboxUpgrade(req, socket, context.apiKey, LOGS_ROUTE);
     if (upgrade === "other") return false;
     if (upgrade === "refused") return true;
@@ -61,11 +70,18 @@ export function daytonaLogStreams(
     }
     const followed = command;
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (followed.stdout) ws.send(labelled("stdout", followed.stdout));
-      if (followed.stderr) ws.send(labelled("stderr", followed.stderr));
-      const follow = (stream: "stdout" | "stderr", chunk: string) => ws.send(labelled(stream, chunk));
+      open.add(ws);
+      const send = (bytes: Buffer) => {
+        for (let at = 0; at < bytes.length; at += frameBytes) ws.send(bytes.subarray(at, at + frameBytes));
+      };
+      // What the log holds so far, as one byte stream (frames cut across lines, as the daemon's reads are).
+      send(Buffer.concat(followed.log));
+      const follow = (labelled: Buffer) => send(labelled);
       followed.followers.add(follow);
-      ws.on("close", () => followed.followers.delete(follow));
+      ws.on("close", () => {
+        open.delete(ws);
+        followed.followers.delete(follow);
+      });
       if (url.searchParams.get("follow") !== "true") {
         followed.followers.delete(follow);
         ws.close(1000);
@@ -73,9 +89,18 @@ export function daytonaLogStreams(
       }
       void followed.done.then(() => {
         followed.followers.delete(follow);
-        ws.close(1000);
+        if (ws.readyState === ws.OPEN) ws.close(1000);
       });
     });
     return true;
+  };
+  return {
+    upgrade,
+    dropAll() {
+      const count = open.size;
+      for (const ws of open) ws.terminate();
+      open.clear();
+      return count;
+    },
   };
 }

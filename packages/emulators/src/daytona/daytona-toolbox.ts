@@ -10,8 +10,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AnyCapabilities, ExecResult, Sandbox } from "@sbox/core";
+import type { AnyCapabilities, Sandbox } from "@sbox/core";
+import type { DriverExecControl } from "@sbox/core/spec";
+import type { EmulatorBackend } from "../backend.js";
 import { readJsonObject, sendJsonResponse } from "../http-server.js";
+import { runInMachine } from "../machine-exec.js";
 import { daytonaErrorBody } from "./daytona-control-plane.js";
 import { bulkDownload, bulkUpload, downloadOne, setPermissions } from "./daytona-files.js";
 import { DaytonaApiError, type DaytonaFleet, type DaytonaSandboxRecord } from "./daytona-fleet.js";
@@ -31,15 +34,80 @@ export interface SessionCommand {
   readonly id: string;
   readonly command: string;
   exitCode: number | undefined;
-  stdout: string;
-  stderr: string;
-  /** stdout and stderr as they interleaved. */
-  output: string;
   done: Promise<void>;
-  /** Ends the command and its process tree (SIGTERM, then SIGKILL after a grace period). */
+  /** Ends the command and its process tree (SIGTERM, then SIGKILL after the grace period). */
   kill: () => Promise<void>;
-  /** Who follows the command's output as it comes (the logs WebSocket). */
-  readonly followers: Set<(stream: "stdout" | "stderr", chunk: string) => void>;
+  /**
+   * The command's log as Daytona's daemon writes it (`output.log`): every line of stdout after `01 01 01`,
+   * every line of stderr after `02 02 02`, in the order the lines were completed. What the logs socket sends.
+   */
+  readonly log: Buffer[];
+  /** Who follows the log as it grows (the logs WebSocket), given each labelled line as it is appended. */
+  readonly followers: Set<(labelled: Buffer) => void>;
+}
+
+/** The daemon's stdout label (`log.STDOUT_PREFIX`, the SDK's `STDOUT_PREFIX_BYTES`). */
+export const DAYTONA_STDOUT_PREFIX: Buffer = Buffer.from([0x01, 0x01, 0x01]);
+/** The daemon's stderr label (`log.STDERR_PREFIX`, the SDK's `STDERR_PREFIX_BYTES`). */
+export const DAYTONA_STDERR_PREFIX: Buffer = Buffer.from([0x02, 0x02, 0x02]);
+
+/**
+ * The daemon's labellers, byte for byte as they behave (`cmdWrapperFormat` in Daytona's
+ * `apps/daemon/pkg/session/wrapper_linux.go`, which `execute.go` writes to the session's shell): each
+ * stream is read by `( while IFS= read -r line || [ -n "$line" ]; do printf '\001\001\001%s\n' "$line";
+ * done < "$sp" ) >> "$log"` (stderr with `\002\002\002`). So, as there:
+ * - a line reaches the log, and its followers, only once it is complete (its newline read);
+ * - NUL bytes are dropped (the shell's `read` cannot hold them in a variable);
+ * - a last line without a newline is appended when the stream ends, WITH a newline (`printf '%s\n'`),
+ *   unless nothing but NULs was left of it (`[ -n "$line" ]` is then false);
+ * - `IFS=` and `-r` keep every other byte as it came (leading blanks, backslashes, invalid UTF-8).
+ */
+function labeller(command: SessionCommand, prefix: Buffer): { write(chunk: Uint8Array): void; end(): void } {
+  let partial: Buffer = Buffer.alloc(0);
+  const append = (line: Buffer) => {
+    const labelled = Buffer.concat([prefix, withoutNuls(line), NEWLINE]);
+    command.log.push(labelled);
+    for (const follow of command.followers) follow(labelled);
+  };
+  return {
+    write(chunk) {
+      partial = Buffer.concat([partial, chunk]);
+      let newline = partial.indexOf(0x0a);
+      while (newline !== -1) {
+        append(partial.subarray(0, newline));
+        partial = partial.subarray(newline + 1);
+        newline = partial.indexOf(0x0a);
+      }
+    },
+    end() {
+      if (withoutNuls(partial).length > 0) append(partial);
+      partial = Buffer.alloc(0);
+    },
+  };
+}
+
+const NEWLINE = Buffer.from([0x0a]);
+
+/** The bytes of `line` a shell's `read` keeps: all but NUL. */
+function withoutNuls(line: Buffer): Buffer {
+  return line.includes(0) ? Buffer.from(line.filter((byte) => byte !== 0)) : line;
+}
+
+/**
+ * What the daemon answers from a command's log (`execute.go`: `output` is the log as it is, labels and
+ * all; `stdout` and `stderr` its `DemuxLogBytes`), read as UTF-8 text as the daemon's JSON strings are.
+ */
+function logTexts(command: SessionCommand): { output: string; stdout: string; stderr: string } {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  for (const labelled of command.log) {
+    (labelled.subarray(0, 3).equals(DAYTONA_STDOUT_PREFIX) ? stdout : stderr).push(labelled.subarray(3));
+  }
+  return {
+    output: Buffer.concat(command.log).toString("utf8"),
+    stdout: Buffer.concat(stdout).toString("utf8"),
+    stderr: Buffer.concat(stderr).toString("utf8"),
+  };
 }
 
 /** A session: its commands, in order. */
@@ -70,6 +138,7 @@ export class DaytonaSessions {
 
 /** What the toolbox routes need. */
 export interface DaytonaToolboxContext {
+  readonly backend: EmulatorBackend;
   readonly fleet: DaytonaFleet;
   readonly sessions: DaytonaSessions;
   readonly ptys: DaytonaPtys;
@@ -91,29 +160,63 @@ function started(record: DaytonaSandboxRecord): Sandbox<AnyCapabilities> {
   return record.sandbox;
 }
 
-function runCommand(sandbox: Sandbox<AnyCapabilities>, command: SessionCommand): void {
-  const handle = sandbox.commands.run(command.command, {
-    onStdout: (chunk) => {
-      command.stdout += chunk;
-      command.output += chunk;
-      for (const follow of command.followers) follow("stdout", chunk);
+/** How long a deleted session's commands have between SIGTERM and SIGKILL (the daemon's default grace). */
+const SESSION_TERMINATION_GRACE_MS = 5_000;
+
+/**
+ * Runs a session command in the sandbox's backend sandbox (`runInMachine`, byte-exact): its output goes
+ * through the daemon's labellers into the log, and the JSON answers are read from that log, as the
+ * daemon's are (so they lose what the labellers lose). Ending it is what the
+ * daemon's session delete does: SIGTERM to its tree, then SIGKILL (aborting the run) once the grace period
+ * passed.
+ */
+function runCommand(
+  backend: EmulatorBackend,
+  sandbox: Sandbox<AnyCapabilities>,
+  command: SessionCommand,
+): void {
+  const stdout = labeller(command, DAYTONA_STDOUT_PREFIX);
+  const stderr = labeller(command, DAYTONA_STDERR_PREFIX);
+  const abort = new AbortController();
+  let control: DriverExecControl | undefined;
+  const run = runInMachine(backend, sandbox, {
+    argv: ["sh", "-c", command.command],
+    signal: abort.signal,
+    onStarted: (handed) => {
+      control = handed;
     },
-    onStderr: (chunk) => {
-      command.stderr += chunk;
-      command.output += chunk;
-      for (const follow of command.followers) follow("stderr", chunk);
-    },
+    onStdout: (chunk) => stdout.write(chunk),
+    onStderr: (chunk) => stderr.write(chunk),
   });
-  command.kill = () => handle.kill().catch(() => undefined);
-  command.done = Promise.resolve(handle).then(
-    (result: ExecResult) => {
-      command.exitCode = result.exitCode;
+  // As the daemon does, the exit code is recorded only once the labellers flushed everything to the log.
+  command.done = run.then(
+    (exit) => {
+      stdout.end();
+      stderr.end();
+      command.exitCode = exit.exitCode;
     },
     (error: unknown) => {
-      command.stderr += `${error instanceof Error ? error.message : String(error)}\n`;
+      stdout.end();
+      stderr.write(Buffer.from(`${error instanceof Error ? error.message : String(error)}\n`, "utf8"));
+      stderr.end();
       command.exitCode = 1;
     },
   );
+  command.kill = async () => {
+    if (control && command.exitCode === undefined) {
+      await control.signal("SIGTERM").catch(() => undefined);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        command.done,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, SESSION_TERMINATION_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    abort.abort(new Error("the session was deleted"));
+    await command.done;
+  };
 }
 
 /** Answers one toolbox request; `url.pathname` is `/toolbox/<sandbox id>/<route>`. */
@@ -296,31 +399,23 @@ export async function serveDaytonaToolbox(
           id: randomUUID(),
           command: body.command,
           exitCode: undefined,
-          stdout: "",
-          stderr: "",
-          output: "",
           done: Promise.resolve(),
           kill: () => Promise.resolve(),
+          log: [],
           followers: new Set(),
         };
         session.commands.push(command);
-        runCommand(sandbox, command);
+        runCommand(context.backend, sandbox, command);
         if (body.runAsync === true || body.async === true) return send({ cmdId: command.id }, 202);
         await command.done;
-        return send({
-          cmdId: command.id,
-          output: command.output,
-          stdout: command.stdout,
-          stderr: command.stderr,
-          exitCode: command.exitCode,
-        });
+        return send({ cmdId: command.id, ...logTexts(command), exitCode: command.exitCode });
       }
       const command = session.commands.find((c) => c.id === sessionMatch[3]);
       if (method === "GET" && sessionMatch[3] !== undefined) {
         if (!command) throw new DaytonaApiError(404, `command ${sessionMatch[3]} not found`);
         if (sessionMatch[4] === undefined) return send(commandDto(command));
         if (url.searchParams.get("follow") === "true") await command.done;
-        return send({ output: command.output, stdout: command.stdout, stderr: command.stderr });
+        return send(logTexts(command));
       }
     }
     req.resume();

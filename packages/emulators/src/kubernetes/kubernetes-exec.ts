@@ -10,8 +10,8 @@
  */
 import { shellQuoteArgv } from "@sbox/core/spec";
 import type { EmulatorBackend } from "../backend.js";
+import { runInMachine } from "../machine-exec.js";
 import type { PodRuntime } from "./kubernetes-kubelet.js";
-import { runInMachine } from "./kubernetes-machine-exec.js";
 import { containerExitCode, type KubeObject } from "./kubernetes-objects.js";
 import { podSpecOf } from "./kubernetes-pod-admission.js";
 import { badRequest, execExitStatus, execFailureStatus, type KubeStatus } from "./kubernetes-status.js";

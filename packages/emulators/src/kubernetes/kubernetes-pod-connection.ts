@@ -8,7 +8,7 @@
  */
 import type { AnyCapabilities, Sandbox } from "@sbox/core";
 import type { EmulatorBackend } from "../backend.js";
-import { runInMachine } from "./kubernetes-machine-exec.js";
+import { runInMachine } from "../machine-exec.js";
 
 const PYTHON_RELAY = String.raw`
 import os, socket, sys, threading

@@ -1,13 +1,13 @@
 /**
- * Byte-exact commands in a pod's backend sandbox. Kubernetes exec, attach, logs and port-forward carry raw
- * bytes (`kubectl cp` pipes a tar archive through stdout), while the `Sandbox` facade decodes output as
- * UTF-8. So commands run through the backend provider's own streaming exec (`doExecStream`) on the driver
- * handle of the machine the backend created — still the backend's sandbox, its isolation and its limits,
- * only without the text decoding. A backend without a streaming exec falls back to the facade (text).
+ * Byte-exact commands in an emulated machine's backend sandbox. Vendor protocols carry raw bytes (Kubernetes
+ * exec, attach, logs and port-forward: `kubectl cp` pipes a tar archive through stdout; Daytona's session
+ * logs), while the `Sandbox` facade decodes output as UTF-8. So commands run through the backend provider's
+ * own streaming exec (`doExecStream`) on the driver handle of the machine the backend created — still the
+ * backend's sandbox, its isolation and its limits, only without the text decoding. A backend without a streaming exec falls back to the facade (text).
  */
 import type { AnyCapabilities, Sandbox } from "@sbox/core";
-import { type DriverSandbox, SandboxError } from "@sbox/core/spec";
-import type { EmulatorBackend } from "../backend.js";
+import { type DriverExecControl, type DriverSandbox, SandboxError } from "@sbox/core/spec";
+import type { EmulatorBackend } from "./backend.js";
 
 /** One command to run. */
 export interface MachineCommand {
@@ -17,6 +17,11 @@ export interface MachineCommand {
   readonly user?: string | undefined;
   readonly stdin?: ReadableStream<Uint8Array> | undefined;
   readonly signal: AbortSignal;
+  /**
+   * Called with the means to signal the running command, where the backend's streaming exec hands one
+   * over (`execSignals`); else never (aborting `signal` still ends the command).
+   */
+  readonly onStarted?: ((control: DriverExecControl) => void) | undefined;
   onStdout(chunk: Uint8Array): void;
   onStderr(chunk: Uint8Array): void;
 }
@@ -66,6 +71,7 @@ export async function runInMachine(
         ...(provider.flags.perCommandEnvCwd && command.env ? { env: command.env } : {}),
         ...(provider.flags.perCommandEnvCwd && command.cwd ? { cwd: command.cwd } : {}),
         ...(command.user ? { user: command.user } : {}),
+        ...(command.onStarted && provider.execSignals ? { onStarted: command.onStarted } : {}),
         onStdout: (chunk) => command.onStdout(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk),
         onStderr: (chunk) => command.onStderr(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk),
       });
