@@ -6,6 +6,7 @@ import { DockerDemuxer } from "./docker-demux.js";
 import { bounded, type DockerEngine } from "./docker-engine.js";
 import { toDockerError } from "./docker-errors.js";
 import { EXEC_MARKER_VARIABLE, killMarkerCommand } from "./docker-kill.js";
+import { createPastLatePause } from "./docker-late-pause.js";
 import { type OciStartFailure, ociStartFailure } from "./docker-oci-failure.js";
 
 /** One command to run in a container. */
@@ -189,8 +190,10 @@ export async function startHijackedExec(
   const register = await engine.pauseGate.enter(container.id);
   let exec: Dockerode.Exec;
   try {
-    exec = await engine.call(`${label} create`, signal, (_docker, bound) =>
-      container.exec({ ...options, abortSignal: bound }),
+    exec = await createPastLatePause(signal, () =>
+      engine.call(`${label} create`, signal, (_docker, bound) =>
+        container.exec({ ...options, abortSignal: bound }),
+      ),
     );
   } catch (error) {
     register(undefined);
