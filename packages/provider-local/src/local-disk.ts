@@ -332,6 +332,14 @@ export async function releaseStateRootIfIdle(stateRoot: string): Promise<void> {
   await run("umount", [stateRoot]);
 }
 
+/** The mount points at or below `dir`, deepest first (the order they can be unmounted in). */
+async function mountsBelow(dir: string): Promise<string[]> {
+  return (await mountTable())
+    .map((mount) => mount.point)
+    .filter((point) => isUnder(point, dir))
+    .sort((a, b) => b.length - a.length);
+}
+
 /** Whether `path` is `dir` or inside it. */
 function isUnder(path: string, dir: string): boolean {
   return dir === "/" || path === dir || path.startsWith(`${dir}/`);
@@ -473,11 +481,7 @@ function unescapeMountPath(path: string): string {
  */
 export async function unmountBelow(dir: string): Promise<void> {
   if (process.getuid?.() !== 0) return unmountFuseBelow(dir);
-  const mounted = async () =>
-    (await mountTable())
-      .map((mount) => mount.point)
-      .filter((point) => isUnder(point, dir))
-      .sort((a, b) => b.length - a.length);
+  const mounted = () => mountsBelow(dir);
   // One umount for all of them (deepest first, the order umount takes them in); one by one, lazily, only
   // for what that left.
   const points = await mounted();
@@ -689,11 +693,7 @@ async function attachFuseDisk(tools: FuseTools, paths: LocalSandboxPaths, diskMB
 
 /** `unmountBelow` unprivileged: every FUSE mount at or below `dir` (lazily when busy), then its daemon killed. */
 async function unmountFuseBelow(dir: string): Promise<void> {
-  const mounted = async () =>
-    (await mountTable())
-      .map((mount) => mount.point)
-      .filter((point) => isUnder(point, dir))
-      .sort((a, b) => b.length - a.length);
+  const mounted = () => mountsBelow(dir);
   const points = await mounted();
   if (points.length > 0) {
     const tools = requireFuseTools();
